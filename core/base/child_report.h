@@ -1,0 +1,42 @@
+// Fixed-size records a sandbox child writes to its parent over a CLOEXEC pipe.
+// Everything here is async-signal-safe: no allocation, no locks, no logging.
+#ifndef ZYGO_CORE_BASE_CHILD_REPORT_H_
+#define ZYGO_CORE_BASE_CHILD_REPORT_H_
+
+#include <errno.h>
+#include <stdint.h>
+#include <unistd.h>
+
+namespace zygo::base {
+
+enum class ChildRecordKind : int32_t {
+  kSetupFailed = 1,  // step + err: a setup step failed; the child exits.
+  kExecFailed = 2,   // err: execve of the command failed (ENOENT -> 127, else 126).
+  kExecStarted = 3,  // the command's execve succeeded.
+  kExited = 4,       // value: the command's wait status.
+};
+
+struct ChildRecord {
+  ChildRecordKind kind;
+  int32_t step;  // a launch step id, meaningful for kSetupFailed.
+  int32_t err;   // errno, meaningful for kSetupFailed and kExecFailed.
+  int32_t value; // wait status, meaningful for kExited.
+};
+
+// Writes one record; pipe writes of this size are atomic (< PIPE_BUF).
+inline void WriteChildRecord(int fd, ChildRecordKind kind, int32_t step, int32_t err,
+                             int32_t value) {
+  ChildRecord record{kind, step, err, value};
+  while (::write(fd, &record, sizeof(record)) < 0 && errno == EINTR) {
+  }
+}
+
+// Reports a failed step and ends the child. For use between clone and exec only.
+[[noreturn]] inline void FailChildStep(int fd, int32_t step, int32_t err) {
+  WriteChildRecord(fd, ChildRecordKind::kSetupFailed, step, err, 0);
+  ::_exit(125);
+}
+
+}  // namespace zygo::base
+
+#endif  // ZYGO_CORE_BASE_CHILD_REPORT_H_

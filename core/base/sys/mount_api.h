@@ -1,0 +1,36 @@
+// Mount syscalls the glibc headers do not wrap (pivot_root, mount_setattr).
+// Async-signal-safe; each returns 0 or -errno.
+#ifndef ZYGO_CORE_BASE_SYS_MOUNT_API_H_
+#define ZYGO_CORE_BASE_SYS_MOUNT_API_H_
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace zygo::base::sys {
+
+inline int RawPivotRoot(const char* new_root, const char* put_old) {
+  int rc = static_cast<int>(::syscall(SYS_pivot_root, new_root, put_old));
+  return rc < 0 ? -errno : 0;
+}
+
+// Sets and clears mount attributes on the mount at `path` (and below it when
+// `recursive`), leaving every other attribute as it was. Unlike a MS_REMOUNT this keeps
+// the flags the kernel locks in a user namespace (nosuid, nodev, atime), so it cannot
+// fail with EPERM for forgetting one of them.
+inline int RawMountSetattr(const char* path, bool recursive, unsigned long long set,
+                           unsigned long long clear) {
+  struct mount_attr attr = {};
+  attr.attr_set = set;
+  attr.attr_clr = clear;
+  unsigned flags = AT_SYMLINK_NOFOLLOW | (recursive ? AT_RECURSIVE : 0);
+  int rc = static_cast<int>(
+      ::syscall(SYS_mount_setattr, AT_FDCWD, path, flags, &attr, sizeof(attr)));
+  return rc < 0 ? -errno : 0;
+}
+
+}  // namespace zygo::base::sys
+
+#endif  // ZYGO_CORE_BASE_SYS_MOUNT_API_H_

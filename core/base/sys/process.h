@@ -1,0 +1,44 @@
+// clone3 and pidfd syscalls. The raw functions are async-signal-safe and return
+// -errno on failure so the child side can use them; parent code wraps them in Status.
+#ifndef ZYGO_CORE_BASE_SYS_PROCESS_H_
+#define ZYGO_CORE_BASE_SYS_PROCESS_H_
+
+#include <errno.h>
+#include <linux/sched.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace zygo::base::sys {
+
+// Returns the child's pid in the parent, 0 in the child, -errno on failure.
+inline long RawClone3(struct clone_args* args) {
+  long rc = ::syscall(SYS_clone3, args, sizeof(*args));
+  return rc < 0 ? -errno : rc;
+}
+
+// Returns a pidfd, or -errno.
+inline int RawPidfdOpen(pid_t pid) {
+  int rc;
+  do {
+    rc = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  } while (rc < 0 && errno == EINTR);
+  return rc < 0 ? -errno : rc;
+}
+
+// Returns 0 or -errno.
+inline int RawPidfdSendSignal(int pidfd, int sig) {
+  int rc = static_cast<int>(::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0));
+  return rc < 0 ? -errno : 0;
+}
+
+// Marks every fd from `first` up CLOEXEC. Returns 0 or -errno.
+inline int RawCloseRangeCloexec(unsigned first) {
+  constexpr unsigned kCloseRangeCloexec = 1U << 2;  // CLOSE_RANGE_CLOEXEC, Linux 5.11.
+  int rc = static_cast<int>(::syscall(SYS_close_range, first, ~0U, kCloseRangeCloexec));
+  return rc < 0 ? -errno : 0;
+}
+
+}  // namespace zygo::base::sys
+
+#endif  // ZYGO_CORE_BASE_SYS_PROCESS_H_

@@ -1,0 +1,85 @@
+// Resource limits for one sandbox, behind one interface with two drivers: cgroup v2
+// (the child is born in its cgroup with CLONE_INTO_CGROUP) and cgroup v1 (memory, pids
+// and cpu hierarchies; the parent moves the child in before it runs anything).
+// Parent side only.
+#ifndef ZYGO_CORE_CGROUP_H_
+#define ZYGO_CORE_CGROUP_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace zygo::core {
+
+struct CgroupLimits {
+  int64_t memory_bytes = 0;  // memory.max / memory.limit_in_bytes
+  int64_t pids_max = 0;      // pids.max
+  double cpus = 0;           // cpu.max / cfs_quota_us over a 100 ms period
+};
+
+// What the kernel counted for one sandbox, read from the cgroup's own files.
+struct CgroupUsage {
+  int64_t oom_kills = 0;          // memory.events oom_kill / memory.oom_control oom_kill
+  int64_t pids_max_hits = 0;      // pids.events max
+  int64_t memory_peak_bytes = 0;  // memory.peak / memory.max_usage_in_bytes (0 if unknown)
+  int64_t cpu_user_us = 0;        // cpu.stat user_usec / cpuacct.usage_user (0 if unknown)
+  int64_t cpu_system_us = 0;
+};
+
+enum class CgroupVersion { kV1, kV2 };
+
+// One sandbox's cgroup (one directory per controller on v1). Destroy() removes it;
+// the destructor calls Destroy() for the paths that return early.
+class Cgroup {
+ public:
+  virtual ~Cgroup() = default;
+
+  // v2: an O_DIRECTORY fd for clone3's CLONE_INTO_CGROUP. v1: -1.
+  virtual int clone_into_fd() const = 0;
+
+  // v1: writes `pid` into every controller's cgroup.procs. v2: nothing to do, since
+  // the child was born inside. Call before the child runs untrusted code.
+  virtual absl::Status AttachFromParent(pid_t pid) = 0;
+
+  virtual absl::StatusOr<CgroupUsage> ReadUsage() const = 0;
+
+  // Removes the directories (retrying while the last tasks leave). Idempotent.
+  virtual absl::Status Destroy() = 0;
+
+  // The directories this cgroup made, for --dry-run and the outcome.
+  virtual std::vector<std::string> paths() const = 0;
+};
+
+class CgroupDriver {
+ public:
+  virtual ~CgroupDriver() = default;
+  virtual CgroupVersion version() const = 0;
+  const char* name() const { return version() == CgroupVersion::kV2 ? "v2" : "v1"; }
+
+  // Makes a new cgroup below the caller's own one with `limits` applied. Fails with
+  // PermissionDenied when the caller may not create cgroups there (rootless, no
+  // delegation).
+  virtual absl::StatusOr<std::unique_ptr<Cgroup>> Create(const CgroupLimits& limits) = 0;
+};
+
+struct CgroupProbeOptions {
+  std::string mount_root = "/sys/fs/cgroup";
+  std::string self_cgroup_file = "/proc/self/cgroup";
+  // New directories are named "<prefix><pid>-<n>".
+  std::string name_prefix = "zygo-";
+};
+
+// Picks the driver this host supports: v2 where /sys/fs/cgroup is a cgroup2 mount
+// with memory, pids and cpu available; v1 where those three are v1 hierarchies.
+absl::StatusOr<std::unique_ptr<CgroupDriver>> ProbeCgroupDriver(
+    const CgroupProbeOptions& options = {});
+
+}  // namespace zygo::core
+
+#endif  // ZYGO_CORE_CGROUP_H_

@@ -1,0 +1,41 @@
+// What a user asked for: the sandbox as flags or a function spec describe it, before
+// any checking. BuildPlan (plan.h) validates a Spec and turns it into a Plan.
+#ifndef ZYGO_CORE_SPEC_H_
+#define ZYGO_CORE_SPEC_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace zygo::core {
+
+struct VolumeSpec {
+  std::string source;       // host path
+  std::string destination;  // path inside the sandbox
+  bool read_only = false;
+};
+
+struct Spec {
+  std::string image;              // "host" or "dir:PATH"
+  std::vector<std::string> argv;  // the command; argv[0] is looked up on the image's PATH
+  std::vector<std::string> env;   // "KEY=VALUE" from -e, applied over the image's defaults
+  std::string workdir = "/";
+  std::vector<VolumeSpec> volumes;
+  std::string hostname = "zygo";
+  uint32_t uid = 0;  // inside the sandbox
+  uint32_t gid = 0;
+
+  int64_t memory_bytes = 256LL << 20;
+  double cpus = 1.0;
+  int64_t pids_limit = 128;
+  int64_t timeout_ms = 60'000;
+  int64_t tmp_size_bytes = 64LL << 20;
+
+  // Run without a cgroup when none can be made (rootless without delegation).
+  bool allow_unlimited = false;
+};
+
+}  // namespace zygo::core
+
+#endif  // ZYGO_CORE_SPEC_H_
