@@ -20,7 +20,7 @@ struct ChildRecord {
   ChildRecordKind kind;
   int32_t step;  // a launch step id, meaningful for kSetupFailed.
   int32_t err;   // errno, meaningful for kSetupFailed and kExecFailed.
-  int32_t value; // wait status, meaningful for kExited.
+  int32_t value;  // wait status for kExited; the failing item for kSetupFailed.
 };
 
 // Writes one record; pipe writes of this size are atomic (< PIPE_BUF).
@@ -32,8 +32,9 @@ inline void WriteChildRecord(int fd, ChildRecordKind kind, int32_t step, int32_t
 }
 
 // Reports a failed step and ends the child. For use between clone and exec only.
-[[noreturn]] inline void FailChildStep(int fd, int32_t step, int32_t err) {
-  WriteChildRecord(fd, ChildRecordKind::kSetupFailed, step, err, 0);
+// `detail` says which item of a step failed (e.g. the mount plan's index).
+[[noreturn]] inline void FailChildStep(int fd, int32_t step, int32_t err, int32_t detail = 0) {
+  WriteChildRecord(fd, ChildRecordKind::kSetupFailed, step, err, detail);
   ::_exit(125);
 }
 

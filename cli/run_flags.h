@@ -1,0 +1,30 @@
+// Parses `zygo run [flags] IMAGE CMD [ARG...]` into a Spec and the run's own options.
+#ifndef ZYGO_CLI_RUN_FLAGS_H_
+#define ZYGO_CLI_RUN_FLAGS_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "core/spec.h"
+
+namespace zygo::cli {
+
+struct RunOptions {
+  core::Spec spec;
+  std::string outcome_path;  // --outcome FILE
+  bool dry_run = false;
+  bool json = false;
+  bool verbose = false;
+  bool help = false;
+};
+
+// `args` excludes the program name and the word "run". Flags stop at IMAGE, so the
+// command's own flags pass through untouched.
+absl::StatusOr<RunOptions> ParseRunFlags(int argc, char** argv);
+
+// The text `zygo run --help` prints.
+const char* RunUsage();
+
+}  // namespace zygo::cli
+
+#endif  // ZYGO_CLI_RUN_FLAGS_H_

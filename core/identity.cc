@@ -1,0 +1,86 @@
+#include "core/identity.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/errno_status.h"
+
+namespace zygo::core {
+namespace {
+
+absl::Status WriteProcFile(pid_t pid, const char* name, const std::string& content) {
+  std::string path = absl::StrCat("/proc/", pid, "/", name);
+  int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return base::ErrnoStatus(errno, absl::StrCat("open(", path, ")"));
+  ssize_t n = write(fd, content.data(), content.size());
+  int err = errno;
+  close(fd);
+  if (n != static_cast<ssize_t>(content.size())) {
+    return base::ErrnoStatus(err, absl::StrCat("write(", path, ", \"", content, "\")"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+IdentityPlan BuildIdentityPlan(uint32_t uid, uint32_t gid) {
+  IdentityPlan plan;
+  plan.uid = uid;
+  plan.gid = gid;
+  plan.host_uid = geteuid();
+  plan.host_gid = getegid();
+  plan.can_setgroups = plan.host_uid == 0;
+  return plan;
+}
+
+absl::Status WriteIdMapsFromParent(pid_t pid, const IdentityPlan& plan) {
+  absl::Status status =
+      WriteProcFile(pid, "uid_map", absl::StrCat(plan.uid, " ", plan.host_uid, " 1\n"));
+  if (!status.ok()) return status;
+  if (!plan.can_setgroups) {
+    // user_namespaces(7): an unprivileged gid_map needs setgroups denied first.
+    status = WriteProcFile(pid, "setgroups", "deny");
+    if (!status.ok()) return status;
+  }
+  return WriteProcFile(pid, "gid_map", absl::StrCat(plan.gid, " ", plan.host_gid, " 1\n"));
+}
+
+ChildFailure SetIdsInChild(const IdentityPlan& plan) {
+  if (plan.can_setgroups && syscall(SYS_setgroups, 0, nullptr) != 0) {
+    return {LaunchStep::kSetGroups, errno};
+  }
+  if (syscall(SYS_setresgid, plan.gid, plan.gid, plan.gid) != 0 ||
+      syscall(SYS_setresuid, plan.uid, plan.uid, plan.uid) != 0) {
+    return {LaunchStep::kSetIds, errno};
+  }
+  return ChildFailure::Ok();
+}
+
+ChildFailure DropPrivilegesInChild() {
+  // Bounding set first: it needs CAP_SETPCAP, which the capset below removes.
+  for (int cap = 0; cap <= 63; ++cap) {
+    if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL) {
+      return {LaunchStep::kDropCapabilities, errno, cap};
+    }
+  }
+  if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0) {
+    return {LaunchStep::kDropCapabilities, errno};
+  }
+  struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
+  struct __user_cap_data_struct data[2] = {};
+  if (syscall(SYS_capset, &header, data) != 0) {
+    return {LaunchStep::kDropCapabilities, errno};
+  }
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return {LaunchStep::kNoNewPrivs, errno};
+  return ChildFailure::Ok();
+}
+
+}  // namespace zygo::core

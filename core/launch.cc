@@ -1,0 +1,344 @@
+#include "core/launch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/child_report.h"
+#include "core/base/errno_status.h"
+#include "core/base/status_macros.h"
+#include "core/base/sys/process.h"
+#include "core/base/unique_fd.h"
+#include "core/launch_step.h"
+#include "core/sandbox_child.h"
+
+namespace zygo::core {
+namespace {
+
+using base::ChildRecord;
+using base::ChildRecordKind;
+using base::UniqueFd;
+using Clock = std::chrono::steady_clock;
+
+double MsSince(Clock::time_point start, Clock::time_point end = Clock::now()) {
+  return std::chrono::duration<double, std::milli>(end - start).count();
+}
+
+// NULL-terminated char* views of the plan's strings, made before clone so the child
+// never allocates.
+struct ExecArrays {
+  std::vector<char*> argv, envp;
+  std::vector<const char*> candidates;
+  explicit ExecArrays(const Plan& plan) {
+    for (const std::string& arg : plan.spec.argv) argv.push_back(const_cast<char*>(arg.c_str()));
+    for (const std::string& var : plan.env) envp.push_back(const_cast<char*>(var.c_str()));
+    for (const std::string& path : plan.exec_candidates) candidates.push_back(path.c_str());
+    argv.push_back(nullptr);
+    envp.push_back(nullptr);
+    candidates.push_back(nullptr);
+  }
+};
+
+absl::Status MakePipe(UniqueFd* read_end, UniqueFd* write_end) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return base::ErrnoStatus(errno, "pipe2");
+  read_end->Reset(fds[0]);
+  write_end->Reset(fds[1]);
+  return absl::OkStatus();
+}
+
+// What the sandbox told us over the report pipe.
+struct ChildReports {
+  bool setup_failed = false;
+  ChildRecord failure{};
+  bool exec_failed = false;
+  int exec_errno = 0;
+  bool exec_started = false;
+  Clock::time_point exec_time;
+  bool exited = false;
+  int wait_status = 0;
+
+  // Reads one record; false at EOF.
+  bool ReadOne(int fd) {
+    ChildRecord record;
+    ssize_t n;
+    do {
+      n = read(fd, &record, sizeof(record));
+    } while (n < 0 && errno == EINTR);
+    if (n != sizeof(record)) return false;
+    switch (record.kind) {
+      case ChildRecordKind::kSetupFailed:
+        setup_failed = true;
+        failure = record;
+        break;
+      case ChildRecordKind::kExecFailed:
+        exec_failed = true;
+        exec_errno = record.err;
+        break;
+      case ChildRecordKind::kExecStarted:
+        exec_started = true;
+        exec_time = Clock::now();
+        break;
+      case ChildRecordKind::kExited:
+        exited = true;
+        wait_status = record.value;
+        break;
+    }
+    return true;
+  }
+};
+
+std::string DescribeSetupFailure(const Plan& plan, const ChildRecord& failure) {
+  auto step = static_cast<LaunchStep>(failure.step);
+  std::string what = StepName(step);
+  if (step == LaunchStep::kMountOp && failure.value >= 0 &&
+      static_cast<size_t>(failure.value) < plan.mounts.ops.size()) {
+    const MountOp& op = plan.mounts.ops[failure.value];
+    what = absl::StrCat("mount plan: ", op.source.empty() ? "" : op.source + " -> ",
+                        op.sandbox_path.empty() ? "/" : op.sandbox_path);
+  }
+  return absl::StrCat("sandbox setup failed at ", what, ": ", strerror(failure.err), " (",
+                      base::ErrnoName(failure.err), ")");
+}
+
+// Makes the cgroup, or explains why none can be made and how to run without one.
+absl::StatusOr<std::unique_ptr<Cgroup>> MakeCgroup(const Plan& plan, CgroupDriver* driver) {
+  absl::Status why = absl::FailedPreconditionError("this host has no usable cgroup hierarchy");
+  if (driver != nullptr) {
+    auto cgroup = driver->Create(plan.cgroup_limits);
+    if (cgroup.ok()) return std::move(cgroup).value();
+    why = cgroup.status();
+  }
+  if (plan.spec.allow_unlimited) return std::unique_ptr<Cgroup>();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "cannot apply the memory/pids/cpu limits: ", why.message(),
+      ". Run as root, delegate a cgroup to this user, or pass --allow-unlimited to run "
+      "without limits"));
+}
+
+class Run {
+ public:
+  Run(const Plan& plan, std::unique_ptr<Cgroup> cgroup)
+      : plan_(plan), cgroup_(std::move(cgroup)), exec_(plan) {}
+
+  ~Run() {
+    if (pidfd_.valid() && !reaped_) {
+      base::sys::RawPidfdSendSignal(pidfd_.get(), SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (cgroup_) cgroup_->Destroy().IgnoreError();
+  }
+
+  absl::StatusOr<Outcome> Execute() {
+    start_ = Clock::now();
+    ZYGO_RETURN_IF_ERROR(MakePipe(&go_read_, &go_write_));
+    ZYGO_RETURN_IF_ERROR(MakePipe(&report_read_, &report_write_));
+    ZYGO_RETURN_IF_ERROR(BlockForwardedSignals());
+    ZYGO_RETURN_IF_ERROR(Clone());
+    go_read_.Reset();
+    report_write_.Reset();
+    ZYGO_RETURN_IF_ERROR(ReleaseChild());
+    Supervise();
+    return Finish();
+  }
+
+ private:
+  absl::Status BlockForwardedSignals() {
+    sigset_t set;
+    ForwardedSignals(&set);
+    if (sigprocmask(SIG_BLOCK, &set, nullptr) != 0) return base::ErrnoStatus(errno, "sigprocmask");
+    signal_fd_.Reset(signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+    if (!signal_fd_.valid()) return base::ErrnoStatus(errno, "signalfd");
+    return absl::OkStatus();
+  }
+
+  absl::Status Clone() {
+    bool born_in_cgroup = cgroup_ && cgroup_->clone_into_fd() >= 0;
+    // v1 cannot clone into a cgroup: the child joins a cgroup namespace once the
+    // parent has moved it, so the namespace's root is the sandbox's own cgroup.
+    bool late_cgroup_ns = cgroup_ && !born_in_cgroup;
+    struct clone_args args = {};
+    args.flags = plan_.namespaces | CLONE_PIDFD;
+    if (late_cgroup_ns) args.flags &= ~static_cast<uint64_t>(CLONE_NEWCGROUP);
+    if (born_in_cgroup) {
+      args.flags |= CLONE_INTO_CGROUP;
+      args.cgroup = static_cast<uint64_t>(cgroup_->clone_into_fd());
+    }
+    int pidfd = -1;
+    args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
+    args.exit_signal = SIGCHLD;
+
+    const int close_fds[] = {go_write_.get(), report_read_.get(), signal_fd_.get(), -1};
+    SandboxChildArgs child = {&plan_, go_read_.get(), report_write_.get(), late_cgroup_ns,
+                              plan_.spec.hostname.c_str(), plan_.spec.workdir.c_str(),
+                              exec_.argv.data(), exec_.envp.data(), exec_.candidates.data(),
+                              close_fds};
+    long pid = base::sys::RawClone3(&args);
+    if (pid == 0) RunSandboxChild(child);
+    if (pid < 0) {
+      return base::ErrnoStatus(static_cast<int>(-pid),
+                               "clone3(CLONE_NEWUSER|CLONE_NEWPID|CLONE_NEWNS|CLONE_NEWNET|...)");
+    }
+    pid_ = static_cast<pid_t>(pid);
+    pidfd_.Reset(pidfd);
+    return absl::OkStatus();
+  }
+
+  // Writes the id maps and moves the child into its cgroup, then lets it run.
+  absl::Status ReleaseChild() {
+    ZYGO_RETURN_IF_ERROR(WriteIdMapsFromParent(pid_, plan_.identity));
+    if (cgroup_) ZYGO_RETURN_IF_ERROR(cgroup_->AttachFromParent(pid_));
+    char go = 1;
+    if (write(go_write_.get(), &go, 1) != 1) return base::ErrnoStatus(errno, "write(go pipe)");
+    go_write_.Reset();
+    return absl::OkStatus();
+  }
+
+  // Waits for the init to exit, forwarding signals and enforcing the deadline.
+  void Supervise() {
+    auto deadline = start_ + std::chrono::milliseconds(plan_.spec.timeout_ms);
+    bool init_exited = false;
+    while (!init_exited) {
+      struct pollfd fds[3] = {{pidfd_.get(), POLLIN, 0},
+                              {signal_fd_.get(), POLLIN, 0},
+                              {report_read_.get(), POLLIN, 0}};
+      int wait_ms = -1;
+      if (!timed_out_) {
+        auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+        wait_ms = static_cast<int>(std::max<int64_t>(0, left.count()));
+      }
+      int n = poll(fds, report_read_.valid() ? 3 : 2, wait_ms);
+      if (n < 0 && errno != EINTR) break;
+      if (n == 0 && !timed_out_) {
+        // Killing pid 1 kills every process in its pid namespace, however it forked.
+        timed_out_ = true;
+        base::sys::RawPidfdSendSignal(pidfd_.get(), SIGKILL);
+        continue;
+      }
+      if (fds[1].revents & POLLIN) ForwardSignals();
+      if (report_read_.valid() && (fds[2].revents & (POLLIN | POLLHUP))) {
+        if (!reports_.ReadOne(report_read_.get())) report_read_.Reset();
+      }
+      if (fds[0].revents & POLLIN) init_exited = true;
+    }
+    while (report_read_.valid() && reports_.ReadOne(report_read_.get())) {
+    }
+    report_read_.Reset();
+  }
+
+  void ForwardSignals() {
+    struct signalfd_siginfo info;
+    while (read(signal_fd_.get(), &info, sizeof(info)) == sizeof(info)) {
+      base::sys::RawPidfdSendSignal(pidfd_.get(), static_cast<int>(info.ssi_signo));
+    }
+  }
+
+  absl::StatusOr<Outcome> Finish() {
+    int init_status = 0;
+    struct rusage usage = {};
+    while (wait4(pid_, &init_status, 0, &usage) < 0 && errno == EINTR) {
+    }
+    reaped_ = true;
+    auto end = Clock::now();
+    Outcome outcome;
+    outcome.memory_bytes = plan_.cgroup_limits.memory_bytes;
+    outcome.cpus = plan_.cgroup_limits.cpus;
+    outcome.pids_limit = plan_.cgroup_limits.pids_max;
+    outcome.timeout_ms = plan_.spec.timeout_ms;
+    outcome.timed_out = timed_out_;
+    outcome.peak_rss_kb = usage.ru_maxrss;
+    outcome.cpu_user_ms = usage.ru_utime.tv_sec * 1000 + usage.ru_utime.tv_usec / 1000;
+    outcome.cpu_sys_ms = usage.ru_stime.tv_sec * 1000 + usage.ru_stime.tv_usec / 1000;
+    CgroupUsage counted;
+    if (cgroup_) {
+      auto read = cgroup_->ReadUsage();
+      if (read.ok()) counted = *read;
+      outcome.cgroup_driver = cgroup_->clone_into_fd() >= 0 ? "v2" : "v1";
+      if (counted.cpu_user_us > 0 || counted.cpu_system_us > 0) {
+        outcome.cpu_user_ms = counted.cpu_user_us / 1000;
+        outcome.cpu_sys_ms = counted.cpu_system_us / 1000;
+      }
+      ZYGO_RETURN_IF_ERROR(cgroup_->Destroy());
+    }
+    if (reports_.exec_started) {
+      outcome.start_ms = MsSince(start_, reports_.exec_time);
+      outcome.run_ms = MsSince(reports_.exec_time, end);
+    } else {
+      outcome.start_ms = MsSince(start_, end);
+    }
+    Classify(init_status, counted, &outcome);
+    outcome.wall_ms = MsSince(start_);
+    return outcome;
+  }
+
+  void Classify(int init_status, const CgroupUsage& counted, Outcome* outcome) const {
+    outcome->oom_killed = counted.oom_kills > 0;
+    if (reports_.setup_failed) {
+      outcome->status = OutcomeStatus::kSetupError;
+      outcome->exit_code = 125;
+      outcome->error = DescribeSetupFailure(plan_, reports_.failure);
+      return;
+    }
+    if (reports_.exec_failed) {
+      outcome->status = OutcomeStatus::kSetupError;
+      outcome->exit_code = reports_.exec_errno == ENOENT ? 127 : 126;
+      outcome->error = absl::StrCat(plan_.spec.argv[0], ": ",
+                                    reports_.exec_errno == ENOENT ? "command not found in the image"
+                                                                  : strerror(reports_.exec_errno));
+      return;
+    }
+    // The command's own status when the init reported it; else the init's.
+    int status = reports_.exited ? reports_.wait_status : init_status;
+    if (timed_out_) {
+      outcome->status = OutcomeStatus::kTimeout;
+      outcome->exit_code = 137;
+      outcome->signal = SIGKILL;
+    } else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && outcome->oom_killed) {
+      outcome->status = OutcomeStatus::kOom;
+      outcome->exit_code = 137;
+      outcome->signal = SIGKILL;
+    } else if (WIFSIGNALED(status)) {
+      outcome->status = OutcomeStatus::kSignaled;
+      outcome->signal = WTERMSIG(status);
+      outcome->exit_code = 128 + outcome->signal;
+    } else {
+      outcome->exit_code = WEXITSTATUS(status);
+      outcome->status = outcome->exit_code == 0 ? OutcomeStatus::kOk : OutcomeStatus::kNonzeroExit;
+    }
+    if (counted.pids_max_hits > 0 && !timed_out_ && outcome->status != OutcomeStatus::kOom) {
+      outcome->status = OutcomeStatus::kPidsLimit;
+    }
+  }
+
+  const Plan& plan_;
+  std::unique_ptr<Cgroup> cgroup_;
+  ExecArrays exec_;
+  UniqueFd go_read_, go_write_, report_read_, report_write_, signal_fd_, pidfd_;
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+  bool timed_out_ = false;
+  Clock::time_point start_;
+  ChildReports reports_;
+};
+
+}  // namespace
+
+absl::StatusOr<Outcome> Launch(const Plan& plan, CgroupDriver* driver) {
+  ZYGO_ASSIGN_OR_RETURN(std::unique_ptr<Cgroup> cgroup, MakeCgroup(plan, driver));
+  Run run(plan, std::move(cgroup));
+  return run.Execute();
+}
+
+}  // namespace zygo::core

@@ -1,0 +1,299 @@
+#include "core/mount_plan.h"
+
+#include <linux/mount.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <set>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "core/base/errno_status.h"
+#include "core/base/status_macros.h"
+
+namespace zygo::core {
+namespace {
+
+constexpr unsigned long long kReadOnlyAttrs =
+    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+constexpr unsigned long long kWritableAttrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+
+// What the built-in `host` image takes from the host, read-only. Missing entries are
+// skipped; symlinks (merged /usr) are recreated as symlinks.
+constexpr const char* kHostTopLevel[] = {"/usr", "/bin", "/sbin", "/lib",
+                                         "/lib32", "/lib64", "/libx32"};
+constexpr const char* kHostEtc[] = {
+    "/etc/passwd",      "/etc/group",      "/etc/hosts",          "/etc/nsswitch.conf",
+    "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",   "/etc/localtime",
+    "/etc/alternatives", "/etc/ssl",       "/etc/ca-certificates", "/etc/mime.types",
+};
+
+// The OCI runtime spec's default masked and read-only /proc paths.
+constexpr const char* kMaskedProcPaths[] = {
+    "/proc/acpi",        "/proc/asound",      "/proc/kcore",       "/proc/keys",
+    "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
+    "/proc/scsi",
+};
+constexpr const char* kReadOnlyProcPaths[] = {"/proc/bus", "/proc/fs", "/proc/irq",
+                                              "/proc/sys", "/proc/sysrq-trigger"};
+constexpr const char* kDevices[] = {"null", "zero", "full", "random", "urandom", "tty"};
+
+std::string Staged(absl::string_view sandbox_path) {
+  return absl::StrCat(kNewRoot, sandbox_path);
+}
+std::string OnHost(absl::string_view host_path) { return absl::StrCat(kOldRoot, host_path); }
+
+// Accumulates ops, creating mountpoints on the tmpfs root as needed.
+class PlanWriter {
+ public:
+  explicit PlanWriter(MountPlan* plan) : plan_(plan) {}
+
+  void Mkdir(absl::string_view path) {
+    if (!created_.insert(std::string(path)).second) return;
+    plan_->ops.push_back({MountOpKind::kMkdir, "", Staged(path), std::string(path)});
+  }
+  void Touch(absl::string_view path) {
+    plan_->ops.push_back({MountOpKind::kTouch, "", Staged(path), std::string(path)});
+  }
+  void Symlink(absl::string_view path, absl::string_view link_target) {
+    plan_->ops.push_back(
+        {MountOpKind::kSymlink, std::string(link_target), Staged(path), std::string(path)});
+  }
+  void Bind(std::string source, absl::string_view path, unsigned long long attrs,
+            bool recursive = true) {
+    MountOp op{MountOpKind::kBind, std::move(source), Staged(path), std::string(path)};
+    op.attr_set = attrs;
+    op.recursive = recursive;
+    plan_->ops.push_back(std::move(op));
+  }
+  void Tmpfs(absl::string_view path, std::string data, unsigned long flags) {
+    MountOp op{MountOpKind::kTmpfs, "tmpfs", Staged(path), std::string(path), std::move(data)};
+    op.flags = flags;
+    plan_->ops.push_back(std::move(op));
+  }
+  void Proc(absl::string_view path) {
+    MountOp op{MountOpKind::kProc, "proc", Staged(path), std::string(path)};
+    op.flags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
+    plan_->ops.push_back(std::move(op));
+  }
+  void ReadOnly(absl::string_view path, bool recursive) {
+    MountOp op{MountOpKind::kReadOnly, "", Staged(path), std::string(path)};
+    op.attr_set = kReadOnlyAttrs;
+    op.recursive = recursive;
+    plan_->ops.push_back(std::move(op));
+  }
+  bool created(absl::string_view path) const { return created_.count(std::string(path)) > 0; }
+
+ private:
+  MountPlan* plan_;
+  std::set<std::string> created_;
+};
+
+// Where the image's root comes from, and how to check a mountpoint exists in it.
+struct ImageRoot {
+  bool is_host = false;
+  std::string dir;  // dir:PATH
+};
+
+absl::StatusOr<ImageRoot> ResolveImage(absl::string_view image) {
+  if (image == "host") return ImageRoot{true, ""};
+  if (absl::StartsWith(image, "dir:")) {
+    std::string dir(image.substr(4));
+    if (dir.empty() || dir[0] != '/') {
+      return absl::InvalidArgumentError(
+          absl::StrCat("image '", image, "': dir: needs an absolute path"));
+    }
+    char resolved[PATH_MAX];
+    if (realpath(dir.c_str(), resolved) == nullptr) {
+      return base::ErrnoStatus(errno, absl::StrCat("image '", image, "': realpath(", dir, ")"));
+    }
+    struct stat st;
+    if (stat(resolved, &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return absl::InvalidArgumentError(absl::StrCat("image '", image, "': not a directory"));
+    }
+    if (std::string(resolved) == "/") {
+      return absl::InvalidArgumentError("image 'dir:/': use the built-in 'host' image instead");
+    }
+    return ImageRoot{false, resolved};
+  }
+  return absl::NotFoundError(absl::StrCat(
+      "image '", image, "' not found: use 'host' or 'dir:/absolute/path' "
+      "(registry images arrive with `zygo pull`)"));
+}
+
+void AddHostImage(PlanWriter& w) {
+  w.Tmpfs("", "mode=755,size=1m", MS_NOSUID | MS_NODEV);
+  for (const char* path : kHostTopLevel) {
+    struct stat st;
+    if (lstat(path, &st) != 0) continue;
+    if (S_ISLNK(st.st_mode)) {
+      char target[PATH_MAX];
+      ssize_t n = readlink(path, target, sizeof(target) - 1);
+      if (n <= 0) continue;
+      w.Symlink(path, std::string(target, n));
+    } else if (S_ISDIR(st.st_mode)) {
+      w.Mkdir(path);
+      w.Bind(OnHost(path), path, kReadOnlyAttrs);
+    }
+  }
+  w.Mkdir("/etc");
+  for (const char* path : kHostEtc) {
+    struct stat st;
+    if (lstat(path, &st) != 0) continue;
+    if (S_ISLNK(st.st_mode)) {
+      char target[PATH_MAX];
+      ssize_t n = readlink(path, target, sizeof(target) - 1);
+      if (n > 0) w.Symlink(path, std::string(target, n));
+    } else if (S_ISDIR(st.st_mode)) {
+      w.Mkdir(path);
+      w.Bind(OnHost(path), path, kReadOnlyAttrs);
+    } else if (S_ISREG(st.st_mode)) {
+      w.Touch(path);
+      w.Bind(OnHost(path), path, kReadOnlyAttrs, /*recursive=*/false);
+    }
+  }
+}
+
+// On the tmpfs root, creates `path` and its parents; in a directory image, requires it
+// to exist already (Zygo never writes into a user's image directory).
+absl::Status EnsureMountpoint(PlanWriter& w, const ImageRoot& root, absl::string_view path,
+                              bool is_dir) {
+  if (!root.is_host) {
+    std::string in_image = absl::StrCat(root.dir, path);
+    struct stat st;
+    if (lstat(in_image.c_str(), &st) != 0 || S_ISDIR(st.st_mode) != is_dir) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "mountpoint ", path, " must exist as a ", is_dir ? "directory" : "file",
+          " in the image (", in_image, ")"));
+    }
+    return absl::OkStatus();
+  }
+  // Parents: each must be a directory this plan created (binds of host directories
+  // are read-only, so nothing can be created inside them).
+  size_t slash = 0;
+  while ((slash = path.find('/', slash + 1)) != absl::string_view::npos) {
+    absl::string_view parent = path.substr(0, slash);
+    if (w.created(parent)) continue;
+    for (const char* host_dir : kHostTopLevel) {
+      if (parent == host_dir) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "mountpoint ", path, " lies inside the read-only host directory ", host_dir));
+      }
+    }
+    w.Mkdir(parent);
+  }
+  if (is_dir) {
+    w.Mkdir(path);
+  } else {
+    w.Touch(path);
+  }
+  return absl::OkStatus();
+}
+
+void AddProc(PlanWriter& w) {
+  w.Proc("/proc");
+  for (const char* path : kMaskedProcPaths) {
+    struct stat st;
+    if (stat(path, &st) != 0) continue;  // same kernel inside and out
+    if (S_ISDIR(st.st_mode)) {
+      w.Tmpfs(path, "mode=555,size=4k", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC);
+    } else {
+      w.Bind(Staged("/dev/null"), path, kReadOnlyAttrs, /*recursive=*/false);
+    }
+  }
+  for (const char* path : kReadOnlyProcPaths) {
+    struct stat st;
+    if (stat(path, &st) != 0) continue;
+    w.Bind(Staged(path), path, kReadOnlyAttrs | MOUNT_ATTR_NOEXEC);
+  }
+}
+
+void AddDev(PlanWriter& w, int64_t shm_bytes) {
+  w.Tmpfs("/dev", "mode=755,size=64k", MS_NOSUID | MS_NOEXEC);
+  for (const char* name : kDevices) {
+    std::string path = absl::StrCat("/dev/", name);
+    w.Touch(path);
+    // Device nodes need dev; nosuid and noexec still apply.
+    w.Bind(OnHost(path), path, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, /*recursive=*/false);
+  }
+  w.Symlink("/dev/fd", "/proc/self/fd");
+  w.Symlink("/dev/stdin", "/proc/self/fd/0");
+  w.Symlink("/dev/stdout", "/proc/self/fd/1");
+  w.Symlink("/dev/stderr", "/proc/self/fd/2");
+  w.Mkdir("/dev/shm");
+  w.Tmpfs("/dev/shm", absl::StrCat("mode=1777,size=", shm_bytes), MS_NOSUID | MS_NODEV);
+}
+
+absl::Status CheckSandboxPath(absl::string_view path, absl::string_view what) {
+  if (path.empty() || path[0] != '/' || absl::StrContains(path, "/../") ||
+      absl::EndsWith(path, "/..") || absl::StrContains(path, "//") ||
+      absl::StrContains(path, "/./") || (path.size() > 1 && path.back() == '/')) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " '", path, "' must be a clean absolute path"));
+  }
+  if (path == "/" || path == "/proc" || absl::StartsWith(path, "/proc/") || path == "/dev" ||
+      absl::StartsWith(path, "/dev/")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " '", path, "' may not be /, or lie in /proc or /dev"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AddVolumes(PlanWriter& w, const ImageRoot& root, const Spec& spec,
+                        MountPlan* plan) {
+  for (const VolumeSpec& volume : spec.volumes) {
+    ZYGO_RETURN_IF_ERROR(CheckSandboxPath(volume.destination, "volume destination"));
+    char resolved[PATH_MAX];
+    if (volume.source.empty() || volume.source[0] != '/') {
+      return absl::InvalidArgumentError(
+          absl::StrCat("volume source '", volume.source, "' must be an absolute host path"));
+    }
+    if (realpath(volume.source.c_str(), resolved) == nullptr) {
+      return base::ErrnoStatus(errno, absl::StrCat("volume source ", volume.source));
+    }
+    struct stat st;
+    if (stat(resolved, &st) != 0) {
+      return base::ErrnoStatus(errno, absl::StrCat("stat(", resolved, ")"));
+    }
+    bool is_dir = S_ISDIR(st.st_mode);
+    if (!is_dir && !S_ISREG(st.st_mode)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "volume source ", volume.source, " must be a directory or a regular file"));
+    }
+    ZYGO_RETURN_IF_ERROR(EnsureMountpoint(w, root, volume.destination, is_dir));
+    w.Bind(OnHost(resolved), volume.destination,
+           volume.read_only ? kReadOnlyAttrs : kWritableAttrs);
+    if (!volume.read_only) plan->writable_paths.push_back(volume.destination);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+bool MountOp::read_only() const { return (attr_set & MOUNT_ATTR_RDONLY) != 0 ||
+                                         (flags & MS_RDONLY) != 0; }
+
+absl::StatusOr<MountPlan> BuildMountPlan(const Spec& spec) {
+  ZYGO_ASSIGN_OR_RETURN(ImageRoot root, ResolveImage(spec.image));
+  MountPlan plan;
+  PlanWriter w(&plan);
+  if (root.is_host) {
+    AddHostImage(w);
+  } else {
+    w.Bind(OnHost(root.dir), "", kReadOnlyAttrs);
+  }
+  ZYGO_RETURN_IF_ERROR(EnsureMountpoint(w, root, "/dev", true));
+  AddDev(w, spec.tmp_size_bytes);
+  ZYGO_RETURN_IF_ERROR(EnsureMountpoint(w, root, "/proc", true));
+  AddProc(w);
+  ZYGO_RETURN_IF_ERROR(EnsureMountpoint(w, root, "/tmp", true));
+  w.Tmpfs("/tmp", absl::StrCat("mode=1777,size=", spec.tmp_size_bytes), MS_NOSUID | MS_NODEV);
+  plan.writable_paths = {"/tmp", "/dev/shm"};
+  ZYGO_RETURN_IF_ERROR(AddVolumes(w, root, spec, &plan));
+  // Nothing may be created in /dev once it is built; the device binds stay writable.
+  w.ReadOnly("/dev", /*recursive=*/false);
+  return plan;
+}
+
+}  // namespace zygo::core

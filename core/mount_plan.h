@@ -1,0 +1,59 @@
+// The mount plan: every directory, file, symlink and mount the child makes to build
+// the sandbox's root, computed in the parent so the child only walks a list.
+#ifndef ZYGO_CORE_MOUNT_PLAN_H_
+#define ZYGO_CORE_MOUNT_PLAN_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/spec.h"
+
+namespace zygo::core {
+
+// Where the child builds the tree. It mounts a staging tmpfs on the host's /tmp,
+// pivots into it with the host root kept at kOldRoot (bind sources are read from
+// there), builds the sandbox root at kNewRoot, then pivots again.
+inline constexpr char kStagingDir[] = "/tmp";
+inline constexpr char kOldRoot[] = "/oldroot";
+inline constexpr char kNewRoot[] = "/newroot";
+
+enum class MountOpKind {
+  kMkdir,     // target
+  kTouch,     // target: an empty file to bind a file onto
+  kSymlink,   // target -> source
+  kBind,      // source (under kOldRoot, or kNewRoot for masks) onto target
+  kTmpfs,     // a tmpfs with `data` options on target
+  kProc,      // a fresh proc on target
+  kReadOnly,  // make the mount at target read-only (recursively when `recursive`)
+};
+
+struct MountOp {
+  MountOpKind kind;
+  std::string source;         // as the child sees it during the build
+  std::string target;         // as the child sees it during the build (under kNewRoot)
+  std::string sandbox_path;   // the same target as the sandboxed program sees it
+  std::string data;           // tmpfs options
+  unsigned long flags = 0;          // MS_* flags for kTmpfs and kProc
+  unsigned long long attr_set = 0;  // MOUNT_ATTR_* set after a kBind or by kReadOnly
+  bool recursive = true;            // kBind/kReadOnly: include submounts
+  bool read_only() const;
+};
+
+struct MountPlan {
+  // The first op makes the root at kNewRoot: a tmpfs holding binds (the host image)
+  // or a read-only bind of a directory (dir:PATH).
+  std::vector<MountOp> ops;
+  // Directories the sandboxed program may write to (for Landlock).
+  std::vector<std::string> writable_paths;
+};
+
+// Builds the mount plan for `spec`: the image's root, /proc with the OCI masked and
+// read-only paths, a minimal /dev, /tmp, and the volumes. Checks every host path it
+// names, so a missing image or volume source fails here, before any clone.
+absl::StatusOr<MountPlan> BuildMountPlan(const Spec& spec);
+
+}  // namespace zygo::core
+
+#endif  // ZYGO_CORE_MOUNT_PLAN_H_

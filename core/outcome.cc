@@ -1,0 +1,85 @@
+#include "core/outcome.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/errno_status.h"
+#include "nlohmann/json.hpp"
+
+namespace zygo::core {
+namespace {
+
+double Round2(double ms) { return std::round(ms * 100) / 100; }
+
+}  // namespace
+
+const char* OutcomeStatusName(OutcomeStatus status) {
+  switch (status) {
+    case OutcomeStatus::kOk: return "ok";
+    case OutcomeStatus::kNonzeroExit: return "nonzero_exit";
+    case OutcomeStatus::kSignaled: return "signaled";
+    case OutcomeStatus::kTimeout: return "timeout";
+    case OutcomeStatus::kOom: return "oom";
+    case OutcomeStatus::kPidsLimit: return "pids_limit";
+    case OutcomeStatus::kSetupError: return "setup_error";
+  }
+  return "unknown";
+}
+
+Outcome SetupErrorOutcome(const absl::Status& status, double plan_ms) {
+  Outcome outcome;
+  outcome.status = OutcomeStatus::kSetupError;
+  outcome.exit_code = 125;
+  outcome.error = std::string(status.message());
+  outcome.plan_ms = plan_ms;
+  return outcome;
+}
+
+std::string OutcomeToJson(const Outcome& o) {
+  nlohmann::ordered_json json = {
+      {"status", OutcomeStatusName(o.status)},
+      {"exit_code", o.exit_code},
+      {"signal", o.signal},
+      {"timed_out", o.timed_out},
+      {"oom_killed", o.oom_killed},
+      {"peak_rss_kb", o.peak_rss_kb},
+      {"cpu_user_ms", o.cpu_user_ms},
+      {"cpu_sys_ms", o.cpu_sys_ms},
+      {"wall_ms", Round2(o.wall_ms)},
+      {"timings",
+       {{"plan_ms", Round2(o.plan_ms)},
+        {"start_ms", Round2(o.start_ms)},
+        {"run_ms", Round2(o.run_ms)}}},
+      {"limits",
+       {{"memory_bytes", o.memory_bytes},
+        {"cpus", o.cpus},
+        {"pids", o.pids_limit},
+        {"timeout_ms", o.timeout_ms}}},
+      {"cgroup_driver", o.cgroup_driver},
+  };
+  if (!o.error.empty()) json["error"] = o.error;
+  return json.dump(2) + "\n";
+}
+
+absl::Status WriteOutcomeFile(const std::string& path, const Outcome& outcome) {
+  std::string temp = absl::StrCat(path, ".tmp.", getpid());
+  int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return base::ErrnoStatus(errno, absl::StrCat("open(", temp, ")"));
+  std::string json = OutcomeToJson(outcome);
+  bool written = write(fd, json.data(), json.size()) == static_cast<ssize_t>(json.size()) &&
+                 fsync(fd) == 0;
+  int err = errno;
+  close(fd);
+  if (!written || rename(temp.c_str(), path.c_str()) != 0) {
+    if (written) err = errno;
+    unlink(temp.c_str());
+    return base::ErrnoStatus(err, absl::StrCat("write outcome ", path));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace zygo::core

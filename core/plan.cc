@@ -1,0 +1,100 @@
+#include "core/plan.h"
+
+#include <sched.h>
+
+#include <map>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "core/base/status_macros.h"
+
+namespace zygo::core {
+namespace {
+
+constexpr char kDefaultPath[] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+absl::Status CheckSpec(const Spec& spec) {
+  if (spec.argv.empty() || spec.argv[0].empty()) {
+    return absl::InvalidArgumentError("no command given: zygo run IMAGE CMD [ARG...]");
+  }
+  const std::string& workdir = spec.workdir;
+  if (workdir.empty() || workdir[0] != '/' || absl::StrContains(workdir, "/..") ||
+      workdir == "/proc" || absl::StartsWith(workdir, "/proc/")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "workdir '", workdir, "' must be an absolute path outside /proc, without '..'"));
+  }
+  if (spec.hostname.empty() || spec.hostname.size() > 64 ||
+      spec.hostname.find_first_not_of(
+          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.") !=
+          std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("hostname '", spec.hostname, "' must be 1-64 letters, digits, '-' or '.'"));
+  }
+  if (spec.memory_bytes < (4LL << 20)) {
+    return absl::InvalidArgumentError("memory limit must be at least 4m");
+  }
+  if (spec.pids_limit < 1) return absl::InvalidArgumentError("pids limit must be at least 1");
+  if (spec.cpus < 0.01) return absl::InvalidArgumentError("--cpus must be at least 0.01");
+  for (const std::string& entry : spec.env) {
+    size_t eq = entry.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "-e '", entry, "': use KEY=VALUE (zygo never copies the host's environment)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::vector<std::string> ExecCandidates(const std::string& command,
+                                        const std::vector<std::string>& env) {
+  if (absl::StrContains(command, "/")) return {command};
+  std::string path = kDefaultPath;
+  for (const std::string& entry : env) {
+    if (absl::StartsWith(entry, "PATH=")) path = entry.substr(5);
+  }
+  std::vector<std::string> candidates;
+  for (absl::string_view dir : absl::StrSplit(path, ':', absl::SkipEmpty())) {
+    if (dir[0] == '/') candidates.push_back(absl::StrCat(dir, "/", command));
+  }
+  return candidates;
+}
+
+}  // namespace
+
+std::vector<std::string> BuildEnvironment(const Spec& spec) {
+  std::map<std::string, std::string> values = {
+      {"PATH", kDefaultPath}, {"HOME", "/tmp"}, {"HOSTNAME", spec.hostname}};
+  std::vector<std::string> order = {"PATH", "HOME", "HOSTNAME"};
+  for (const std::string& entry : spec.env) {
+    size_t eq = entry.find('=');
+    std::string key = entry.substr(0, eq);
+    if (!values.count(key)) order.push_back(key);
+    values[key] = entry.substr(eq + 1);
+  }
+  std::vector<std::string> env;
+  for (const std::string& key : order) env.push_back(absl::StrCat(key, "=", values[key]));
+  return env;
+}
+
+absl::StatusOr<Plan> BuildPlan(const Spec& spec) {
+  ZYGO_RETURN_IF_ERROR(CheckSpec(spec));
+  Plan plan;
+  plan.spec = spec;
+  ZYGO_ASSIGN_OR_RETURN(plan.mounts, BuildMountPlan(spec));
+  plan.identity = BuildIdentityPlan(spec.uid, spec.gid);
+  plan.landlock = BuildLandlockPlan(ProbeLandlockAbi(), plan.mounts.writable_paths);
+  ZYGO_ASSIGN_OR_RETURN(plan.seccomp, BuildSeccompPrograms());
+  plan.rlimits = DefaultRlimits();
+  plan.cgroup_limits = {spec.memory_bytes, spec.pids_limit, spec.cpus};
+  plan.env = BuildEnvironment(spec);
+  plan.exec_candidates = ExecCandidates(spec.argv[0], plan.env);
+  if (plan.exec_candidates.empty()) {
+    return absl::InvalidArgumentError("the image's PATH names no absolute directory");
+  }
+  plan.namespaces = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC |
+                    CLONE_NEWUTS | CLONE_NEWCGROUP;
+  return plan;
+}
+
+}  // namespace zygo::core

@@ -1,0 +1,33 @@
+// The sandbox's first process (pid 1 of its pid namespace), from clone to the
+// command's execve. It builds the sandbox around itself, locks itself down, forks the
+// command, and then stays as a tiny init: it forwards signals, reaps orphans and
+// reports the command's wait status. Child side only: no allocation, no locks.
+#ifndef ZYGO_CORE_SANDBOX_CHILD_H_
+#define ZYGO_CORE_SANDBOX_CHILD_H_
+
+#include "core/plan.h"
+
+namespace zygo::core {
+
+struct SandboxChildArgs {
+  const Plan* plan;
+  int go_fd;        // read end: one byte once the parent wrote id maps and the cgroup
+  int report_fd;    // write end for ChildRecords (CLOEXEC)
+  bool unshare_cgroup_namespace;  // v1: join the cgroup namespace after the move
+  const char* hostname;
+  const char* workdir;
+  char* const* argv;               // NULL-terminated
+  char* const* envp;               // NULL-terminated
+  const char* const* candidates;   // NULL-terminated exec paths for argv[0]
+  const int* close_fds;            // the parent's fds to close first, -1-terminated
+};
+
+[[noreturn]] void RunSandboxChild(const SandboxChildArgs& args);
+
+// The signals the init forwards to the command. The parent blocks them before
+// clone so none is lost between clone and the init's wait loop.
+void ForwardedSignals(sigset_t* set);
+
+}  // namespace zygo::core
+
+#endif  // ZYGO_CORE_SANDBOX_CHILD_H_

@@ -1,0 +1,172 @@
+#include "core/seccomp_policy.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/errno_status.h"
+#include "core/base/status_macros.h"
+#include "core/base/sys/seccomp.h"
+#include "core/base/unique_fd.h"
+
+namespace zygo::core {
+namespace {
+
+// Close to Docker's default profile, minus everything that reaches the host kernel's
+// riskier surfaces: mount APIs, namespaces, keyrings, bpf, perf, io_uring,
+// userfaultfd, ptrace, handles, modules, kexec, reboot, clock and hostname setters.
+constexpr const char* kAllowedSyscalls[] = {
+    "accept", "accept4", "access", "alarm", "arch_prctl", "bind", "brk", "capget",
+    "capset", "chdir", "chmod", "chown", "clock_getres", "clock_gettime",
+    "clock_nanosleep", "close", "close_range", "connect", "copy_file_range", "creat",
+    "dup", "dup2", "dup3", "epoll_create", "epoll_create1", "epoll_ctl", "epoll_pwait",
+    "epoll_pwait2", "epoll_wait", "eventfd", "eventfd2", "execve", "execveat", "exit",
+    "exit_group", "faccessat", "faccessat2", "fadvise64", "fallocate", "fchdir", "fchmod",
+    "fchmodat", "fchown", "fchownat", "fcntl", "fdatasync", "fgetxattr", "flistxattr",
+    "flock", "fork", "fremovexattr", "fsetxattr", "fstat", "fstatfs", "fsync",
+    "ftruncate", "futex", "futex_waitv", "get_robust_list", "getcpu", "getcwd",
+    "getdents", "getdents64", "getegid", "geteuid", "getgid", "getgroups", "getitimer",
+    "getpeername", "getpgid", "getpgrp", "getpid", "getppid", "getpriority", "getrandom",
+    "getresgid", "getresuid", "getrlimit", "getrusage", "getsid", "getsockname",
+    "getsockopt", "gettid", "gettimeofday", "getuid", "getxattr", "inotify_add_watch",
+    "inotify_init", "inotify_init1", "inotify_rm_watch", "io_cancel", "io_destroy",
+    "io_getevents", "io_pgetevents", "io_setup", "io_submit", "ioctl", "ioprio_get",
+    "kill", "landlock_add_rule", "landlock_create_ruleset", "landlock_restrict_self",
+    "lchown", "lgetxattr", "link", "linkat", "listen", "listxattr", "llistxattr",
+    "lremovexattr", "lseek", "lsetxattr", "lstat", "madvise", "membarrier",
+    "memfd_create", "mincore", "mkdir", "mkdirat", "mknod", "mknodat", "mlock", "mlock2",
+    "mlockall", "mmap", "mprotect", "mq_getsetattr", "mq_notify", "mq_open",
+    "mq_timedreceive", "mq_timedsend", "mq_unlink", "mremap", "msgctl", "msgget",
+    "msgrcv", "msgsnd", "msync", "munlock", "munlockall", "munmap", "nanosleep",
+    "newfstatat", "open", "openat", "openat2", "pause", "pidfd_open",
+    "pidfd_send_signal", "pipe", "pipe2", "poll", "ppoll", "prctl", "pread64", "preadv",
+    "preadv2", "prlimit64", "pselect6", "pwrite64", "pwritev", "pwritev2", "read",
+    "readahead", "readlink", "readlinkat", "readv", "recvfrom", "recvmmsg", "recvmsg",
+    "remap_file_pages", "removexattr", "rename", "renameat", "renameat2",
+    "restart_syscall", "rmdir", "rseq", "rt_sigaction", "rt_sigpending",
+    "rt_sigprocmask", "rt_sigqueueinfo", "rt_sigreturn", "rt_sigsuspend",
+    "rt_sigtimedwait", "rt_tgsigqueueinfo", "sched_get_priority_max",
+    "sched_get_priority_min", "sched_getaffinity", "sched_getattr", "sched_getparam",
+    "sched_getscheduler", "sched_rr_get_interval", "sched_setaffinity",
+    "sched_setattr", "sched_setparam", "sched_setscheduler", "sched_yield", "seccomp",
+    "select", "semctl", "semget", "semop", "semtimedop", "sendfile", "sendmmsg",
+    "sendmsg", "sendto", "set_robust_list", "set_tid_address", "setfsgid", "setfsuid",
+    "setgid", "setgroups", "setitimer", "setpgid", "setpriority", "setregid",
+    "setresgid", "setresuid", "setreuid", "setsid", "setsockopt", "setuid", "shmat",
+    "shmctl", "shmdt", "shmget", "shutdown", "sigaltstack", "socket", "socketpair",
+    "splice", "stat", "statfs", "statx", "symlink", "symlinkat", "sync",
+    "sync_file_range", "syncfs", "sysinfo", "tee", "tgkill", "time", "timer_create",
+    "timer_delete", "timer_getoverrun", "timer_gettime", "timer_settime",
+    "timerfd_create", "timerfd_gettime", "timerfd_settime", "times", "tkill",
+    "truncate", "umask", "uname", "unlink", "unlinkat", "utime", "utimensat", "utimes",
+    "vfork", "vmsplice", "wait4", "waitid", "write", "writev",
+};
+
+// Named in --dry-run so a reader sees what the allowlist leaves out.
+constexpr const char* kDeniedExamples[] = {
+    "mount", "umount2", "pivot_root", "chroot", "unshare", "setns", "clone3 (ENOSYS)",
+    "keyctl", "add_key", "bpf", "perf_event_open", "io_uring_setup", "userfaultfd",
+    "ptrace", "open_by_handle_at", "kexec_load", "finit_module", "reboot",
+    "process_vm_readv", "sethostname", "fsopen", "move_mount",
+};
+
+constexpr uint64_t kNamespaceCloneFlags = CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS |
+                                          CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID |
+                                          CLONE_NEWNET | CLONE_NEWTIME;
+
+struct ContextDeleter {
+  void operator()(scmp_filter_ctx ctx) const { seccomp_release(ctx); }
+};
+using Context = std::unique_ptr<void, ContextDeleter>;
+
+absl::Status Check(int rc, absl::string_view what) {
+  return rc < 0 ? base::ErrnoStatus(-rc, absl::StrCat("libseccomp ", what))
+                : absl::OkStatus();
+}
+
+// seccomp_export_bpf writes to an fd (libseccomp 2.5 has no in-memory export).
+absl::StatusOr<std::vector<struct sock_filter>> Export(scmp_filter_ctx ctx) {
+  base::UniqueFd memfd(memfd_create("zygo-seccomp", MFD_CLOEXEC));
+  if (!memfd.valid()) return base::ErrnoStatus(errno, "memfd_create(zygo-seccomp)");
+  ZYGO_RETURN_IF_ERROR(Check(seccomp_export_bpf(ctx, memfd.get()), "seccomp_export_bpf"));
+  off_t size = lseek(memfd.get(), 0, SEEK_END);
+  if (size <= 0 || size % sizeof(struct sock_filter) != 0) {
+    return absl::InternalError("seccomp_export_bpf produced no program");
+  }
+  std::vector<struct sock_filter> program(size / sizeof(struct sock_filter));
+  if (pread(memfd.get(), program.data(), size, 0) != size) {
+    return base::ErrnoStatus(errno, "pread(seccomp program)");
+  }
+  return program;
+}
+
+absl::StatusOr<std::vector<struct sock_filter>> BuildAllowlist(int* allowed) {
+  Context ctx(seccomp_init(SCMP_ACT_ERRNO(EPERM)));
+  if (!ctx) return absl::InternalError("seccomp_init failed");
+  // Only the native ABI is in the filter: i386 (int 0x80) and x32 calls are a bad
+  // architecture and kill the process.
+  ZYGO_RETURN_IF_ERROR(Check(
+      seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS),
+      "set bad-arch action"));
+  *allowed = 0;
+  for (const char* name : kAllowedSyscalls) {
+    int nr = seccomp_syscall_resolve_name(name);
+    if (nr == __NR_SCMP_ERROR) continue;  // not a syscall on this architecture
+    ZYGO_RETURN_IF_ERROR(Check(seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, nr, 0), name));
+    ++*allowed;
+  }
+  // clone without namespace flags (fork, threads); clone3 says ENOSYS because its
+  // flags live in memory a filter cannot read, and libc then falls back to clone.
+  ZYGO_RETURN_IF_ERROR(Check(
+      seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
+                       SCMP_A0(SCMP_CMP_MASKED_EQ, kNamespaceCloneFlags, 0)),
+      "clone"));
+  ZYGO_RETURN_IF_ERROR(Check(
+      seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0), "clone3"));
+  *allowed += 2;
+  return Export(ctx.get());
+}
+
+absl::StatusOr<std::vector<struct sock_filter>> BuildArgumentDenials() {
+  Context ctx(seccomp_init(SCMP_ACT_ALLOW));
+  if (!ctx) return absl::InternalError("seccomp_init failed");
+  // The kernel takes ioctl's request as an unsigned int, so a caller can set the
+  // upper 32 bits to slip past a 64-bit compare; match the low 32 bits only.
+  for (unsigned long request : {static_cast<unsigned long>(TIOCSTI),
+                                static_cast<unsigned long>(TIOCLINUX)}) {
+    ZYGO_RETURN_IF_ERROR(Check(
+        seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
+                         SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffULL, request)),
+        "ioctl"));
+  }
+  return Export(ctx.get());
+}
+
+}  // namespace
+
+absl::StatusOr<SeccompPrograms> BuildSeccompPrograms() {
+  SeccompPrograms programs;
+  ZYGO_ASSIGN_OR_RETURN(programs.allowlist, BuildAllowlist(&programs.allowed_syscalls));
+  ZYGO_ASSIGN_OR_RETURN(programs.argument_denials, BuildArgumentDenials());
+  programs.denied_examples.assign(std::begin(kDeniedExamples), std::end(kDeniedExamples));
+  return programs;
+}
+
+ChildFailure InstallSeccompInChild(const SeccompPrograms& programs) {
+  for (const auto* program : {&programs.argument_denials, &programs.allowlist}) {
+    struct sock_fprog fprog;
+    fprog.len = static_cast<unsigned short>(program->size());
+    fprog.filter = const_cast<struct sock_filter*>(program->data());
+    int rc = base::sys::RawSeccompSetFilter(&fprog);
+    if (rc < 0) return {LaunchStep::kSeccomp, -rc};
+  }
+  return ChildFailure::Ok();
+}
+
+}  // namespace zygo::core

@@ -1,0 +1,198 @@
+#include "security_tests/harness.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+namespace zygo::testing {
+namespace {
+
+std::string Runfile(const std::string& path) {
+  const char* root = getenv("TEST_SRCDIR");
+  return absl::StrCat(root != nullptr ? root : ".", "/zygo/", path);
+}
+
+std::string TempPath(const std::string& name) {
+  const char* dir = getenv("TEST_TMPDIR");
+  return absl::StrCat(dir != nullptr ? dir : "/tmp", "/", name, ".", getpid(), ".",
+                      std::chrono::steady_clock::now().time_since_epoch().count());
+}
+
+// Reads both pipes until both close or the deadline passes.
+void Drain(int out_fd, int err_fd, RunResult* result, int timeout_seconds, pid_t pid) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_seconds);
+  struct pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
+  int open_count = 2;
+  while (open_count > 0) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      kill(pid, SIGKILL);
+      result->err += "\n[harness: killed zygo after the test's timeout]\n";
+      return;
+    }
+    if (poll(fds, 2, static_cast<int>(left.count())) < 0) continue;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP))) continue;
+      char buffer[4096];
+      ssize_t n = read(fds[i].fd, buffer, sizeof(buffer));
+      if (n <= 0) {
+        fds[i].fd = -1;
+        --open_count;
+      } else {
+        (i == 0 ? result->out : result->err).append(buffer, n);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+RunResult RunOnHost(const std::vector<std::string>& argv, const RunOptions& options) {
+  RunResult result;
+  int out[2], err[2];
+  if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) return result;
+  pid_t pid = fork();
+  if (pid == 0) {
+    int in = options.stdin_fd >= 0 ? options.stdin_fd : open("/dev/null", O_RDONLY);
+    dup2(in, 0);
+    dup2(out[1], 1);
+    dup2(err[1], 2);
+    for (const std::string& var : options.env) putenv(const_cast<char*>(var.c_str()));
+    if (options.as_gid >= 0 && (setgroups(0, nullptr) != 0 || setgid(options.as_gid) != 0)) _exit(121);
+    if (options.as_uid >= 0 && setuid(options.as_uid) != 0) _exit(122);
+    std::vector<char*> args;
+    for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(120);
+  }
+  close(out[1]);
+  close(err[1]);
+  Drain(out[0], err[0], &result, options.timeout_seconds, pid);
+  close(out[0]);
+  close(err[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) result.term_signal = WTERMSIG(status);
+  return result;
+}
+
+std::string ZygoPath() { return Runfile("cli/zygo"); }
+std::string ProbePath() { return Runfile("security_tests/testcases/escape_probe"); }
+
+RunResult RunZygo(const std::vector<std::string>& flags, const std::string& image,
+                  const std::vector<std::string>& argv, const RunOptions& options) {
+  std::vector<std::string> command = {ZygoPath(), "run"};
+  std::string outcome_path;
+  if (options.want_outcome) {
+    outcome_path = TempPath("outcome.json");
+    command.push_back("--outcome");
+    command.push_back(outcome_path);
+  }
+  command.insert(command.end(), flags.begin(), flags.end());
+  command.push_back(image);
+  command.insert(command.end(), argv.begin(), argv.end());
+  RunResult result = RunOnHost(command, options);
+  if (!outcome_path.empty()) {
+    std::ifstream file(outcome_path);
+    std::stringstream text;
+    text << file.rdbuf();
+    result.outcome_json = text.str();
+    unlink(outcome_path.c_str());
+  }
+  return result;
+}
+
+RunResult RunProbe(const std::vector<std::string>& probe_args,
+                   const std::vector<std::string>& extra_flags, const RunOptions& options) {
+  std::vector<std::string> flags = {"-v", ProbePath() + ":/probe:ro"};
+  flags.insert(flags.end(), extra_flags.begin(), extra_flags.end());
+  std::vector<std::string> argv = {"/probe"};
+  argv.insert(argv.end(), probe_args.begin(), probe_args.end());
+  return RunZygo(flags, "host", argv, options);
+}
+
+RunResult RunProbeOnHost(const std::vector<std::string>& probe_args,
+                         const RunOptions& options) {
+  std::vector<std::string> argv = {ProbePath()};
+  argv.insert(argv.end(), probe_args.begin(), probe_args.end());
+  return RunOnHost(argv, options);
+}
+
+std::string Verdict(const RunResult& result, const std::string& subcommand) {
+  std::istringstream lines(result.out);
+  std::string line;
+  std::string prefix = absl::StrCat("RESULT ", subcommand, " ");
+  while (std::getline(lines, line)) {
+    if (absl::StartsWith(line, prefix)) return line.substr(prefix.size());
+  }
+  return "";
+}
+
+std::string OutcomeField(const RunResult& result, const std::string& key) {
+  std::regex pattern(absl::StrCat("\"", key, "\": ([^,\\n]+)"));
+  std::smatch match;
+  if (std::regex_search(result.outcome_json, match, pattern)) return match[1];
+  return "";
+}
+
+std::vector<int> ProcessesMatching(const std::string& needle) {
+  std::vector<int> pids;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    int pid = std::stoi(name);
+    if (pid == getpid()) continue;
+    std::ifstream file(entry.path() / "cmdline");
+    std::string cmdline((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    if (absl::StrContains(cmdline, needle)) pids.push_back(pid);
+  }
+  return pids;
+}
+
+std::vector<std::string> LeftoverCgroups() {
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(
+           "/sys/fs/cgroup", std::filesystem::directory_options::skip_permission_denied, ec);
+       it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    if (it.depth() > 6) it.disable_recursion_pending();
+    if (it->is_directory(ec) &&
+        absl::StartsWith(it->path().filename().string(), "zygo-")) {
+      found.push_back(it->path());
+    }
+  }
+  return found;
+}
+
+std::vector<std::string> LeftoverMounts() {
+  std::vector<std::string> found;
+  std::ifstream mountinfo("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(mountinfo, line)) {
+    std::istringstream fields(line);
+    std::string id, parent, dev, root, mountpoint;
+    fields >> id >> parent >> dev >> root >> mountpoint;
+    if (absl::StrContains(mountpoint, "zygo")) found.push_back(mountpoint);
+  }
+  return found;
+}
+
+}  // namespace zygo::testing

@@ -1,0 +1,66 @@
+// The one shared harness for tests that run real sandboxes: run `zygo` (or the escape
+// probe inside it) as a child process and collect what came back.
+#ifndef ZYGO_SECURITY_TESTS_HARNESS_H_
+#define ZYGO_SECURITY_TESTS_HARNESS_H_
+
+#include <string>
+#include <vector>
+
+namespace zygo::testing {
+
+struct RunResult {
+  int exit_code = -1;       // -1 when it did not exit normally
+  int term_signal = 0;      // the signal that ended zygo itself, if any
+  std::string out;          // stdout
+  std::string err;          // stderr
+  std::string outcome_json; // the --outcome file, when one was asked for
+};
+
+struct RunOptions {
+  int stdin_fd = -1;             // default: /dev/null
+  bool want_outcome = true;      // pass --outcome and read it back
+  int timeout_seconds = 120;     // the harness kills zygo after this (a hung test fails)
+  std::vector<std::string> env;  // extra host environment for zygo itself
+  int as_uid = -1;               // run zygo as this user (rootless tests); -1: as the caller
+  int as_gid = -1;
+};
+
+// Paths of the binaries under test, from Bazel's runfiles.
+std::string ZygoPath();
+std::string ProbePath();
+
+// Runs `zygo run <flags> <image> <argv...>`.
+RunResult RunZygo(const std::vector<std::string>& flags, const std::string& image,
+                  const std::vector<std::string>& argv, const RunOptions& options = {});
+
+// Runs the escape probe inside a host-image sandbox (bound read-only at /probe).
+RunResult RunProbe(const std::vector<std::string>& probe_args,
+                   const std::vector<std::string>& extra_flags = {},
+                   const RunOptions& options = {});
+
+// Runs the escape probe directly on the host, as a control that the probe works.
+// Only for harmless subcommands.
+RunResult RunProbeOnHost(const std::vector<std::string>& probe_args,
+                         const RunOptions& options = {});
+
+// Runs any program directly on the host.
+RunResult RunOnHost(const std::vector<std::string>& argv, const RunOptions& options = {});
+
+// The probe's verdict: "allowed", "denied <ERRNO>", or "" when it printed none.
+std::string Verdict(const RunResult& result, const std::string& subcommand);
+
+// A field of the outcome JSON, as its JSON text ("\"ok\"", "137", "true").
+std::string OutcomeField(const RunResult& result, const std::string& key);
+
+// Processes whose command line contains `needle`, excluding the caller.
+std::vector<int> ProcessesMatching(const std::string& needle);
+
+// Directories under /sys/fs/cgroup whose name starts with "zygo-".
+std::vector<std::string> LeftoverCgroups();
+
+// Mounts in the host's mount table whose mountpoint contains "zygo".
+std::vector<std::string> LeftoverMounts();
+
+}  // namespace zygo::testing
+
+#endif  // ZYGO_SECURITY_TESTS_HARNESS_H_
