@@ -199,7 +199,9 @@ void AddProc(PlanWriter& w) {
     if (S_ISDIR(st.st_mode)) {
       w.Tmpfs(path, "mode=555,size=4k", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC);
     } else {
-      w.Bind(Staged("/dev/null"), path, kReadOnlyAttrs, /*recursive=*/false);
+      // Not nodev: the mask is the /dev/null device itself.
+      w.Bind(Staged("/dev/null"), path, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC,
+             /*recursive=*/false);
     }
   }
   for (const char* path : kReadOnlyProcPaths) {

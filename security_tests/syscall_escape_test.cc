@@ -29,10 +29,11 @@ TEST_P(SyscallEscape, RefusedInsideButReachesTheKernelOutside) {
   if (!c.host_verdict.empty()) {
     RunResult control = RunProbeOnHost(args);
     std::string verdict = Verdict(control, c.subcommand);
-    if (absl::StrContains(verdict, "ENOSYS")) {
-      GTEST_SKIP() << c.subcommand << " is not built into this kernel: " << verdict;
+    // A kernel built without the feature answers ENOSYS: the call still got past
+    // every filter, which is all the control has to show.
+    if (!absl::StrContains(verdict, "ENOSYS")) {
+      ASSERT_EQ(verdict, c.host_verdict) << control.out << control.err;
     }
-    ASSERT_EQ(verdict, c.host_verdict) << control.out << control.err;
   }
   RunResult attempt = RunProbe(args);
   EXPECT_EQ(Verdict(attempt, c.subcommand), c.sandbox_verdict) << attempt.out << attempt.err;

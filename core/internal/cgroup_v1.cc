@@ -2,6 +2,8 @@
 // limits in each controller's files, usage from each controller's own counters.
 #include "core/internal/cgroup_v1.h"
 
+#include "core/internal/cgroup_sweep.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -459,6 +461,10 @@ absl::StatusOr<std::unique_ptr<Cgroup>> CgroupV1Driver::Create(const CgroupLimit
                                         next_cgroup_number.fetch_add(1));
   auto cgroup = std::make_unique<CgroupV1>();
   // On failure, `cgroup`'s destructor removes whatever directories were made.
+  for (const V1Hierarchy* hierarchy : {&layout_.memory, &layout_.pids, &layout_.cpu}) {
+    SweepStaleCgroups(hierarchy->parent_dir, name_prefix_);
+  }
+  if (layout_.cpuacct.has_value()) SweepStaleCgroups(layout_.cpuacct->parent_dir, name_prefix_);
   ZYGO_RETURN_IF_ERROR(cgroup->MakeDirs(layout_, name));
   ZYGO_RETURN_IF_ERROR(cgroup->WriteMemoryLimit(limits.memory_bytes));
   ZYGO_RETURN_IF_ERROR(cgroup->WritePidsLimit(limits.pids_max));

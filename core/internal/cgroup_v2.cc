@@ -2,6 +2,8 @@
 // write the limits, hold an fd for CLONE_INTO_CGROUP, read usage from its event files.
 #include "core/internal/cgroup_v2.h"
 
+#include "core/internal/cgroup_sweep.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
@@ -425,6 +427,7 @@ absl::StatusOr<std::unique_ptr<Cgroup>> CgroupV2Driver::Create(const CgroupLimit
   }
   // Must precede the mkdir: a child gets only the controllers enabled in its parent.
   ZYGO_RETURN_IF_ERROR(EnableControllers(parent_dir_));
+  SweepStaleCgroups(parent_dir_, name_prefix_);
   const std::string dir = absl::StrCat(parent_dir_, "/", name_prefix_, ::getpid(), "-",
                                        next_cgroup_number.fetch_add(1));
   ZYGO_RETURN_IF_ERROR(MakeCgroupDir(dir));
