@@ -25,6 +25,7 @@ enum LongOnly {
   kJson,
   kVerbose,
   kTmpSize,
+  kAllowHostNet,
 };
 
 const struct option kOptions[] = {
@@ -39,6 +40,7 @@ const struct option kOptions[] = {
     {"hostname", required_argument, nullptr, kHostname},
     {"tmp-size", required_argument, nullptr, kTmpSize},
     {"allow-unlimited", no_argument, nullptr, kAllowUnlimited},
+    {"allow-host-net", no_argument, nullptr, kAllowHostNet},
     {"outcome", required_argument, nullptr, kOutcome},
     {"dry-run", no_argument, nullptr, kDryRun},
     {"json", no_argument, nullptr, kJson},
@@ -125,6 +127,9 @@ absl::Status ApplyOption(int option, const char* value, RunOptions* options) {
     case kAllowUnlimited:
       spec.allow_unlimited = true;
       return absl::OkStatus();
+    case kAllowHostNet:
+      spec.allow_host_net = true;
+      return absl::OkStatus();
     case kOutcome:
       options->outcome_path = value;
       return absl::OkStatus();
@@ -207,6 +212,7 @@ Flags:
       --hostname NAME   hostname inside (default zygo)
   -u, --user UID[:GID]  numeric ids inside (default 0:0, mapped to your own ids)
       --allow-unlimited run without limits when no cgroup can be made
+      --allow-host-net  share the host's network (default: loopback only)
       --outcome FILE    write how the run ended as JSON (status, exit_code, timed_out,
                         oom_killed, peak_rss_kb, wall_ms, timings, limits)
       --dry-run         print the plan and run nothing (with --json: as JSON)

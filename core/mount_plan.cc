@@ -60,6 +60,14 @@ class PlanWriter {
     plan_->ops.push_back(
         {MountOpKind::kSymlink, std::string(link_target), Staged(path), std::string(path)});
   }
+  // A host directory bound read-only: mountpoints inside it must already exist there.
+  void BindHostDir(absl::string_view path) {
+    Mkdir(path);
+    Bind(OnHost(path), path, kReadOnlyAttrs);
+    host_dirs_.insert(std::string(path));
+  }
+  bool is_host_dir(absl::string_view path) const { return host_dirs_.count(std::string(path)) > 0; }
+
   void Bind(std::string source, absl::string_view path, unsigned long long attrs,
             bool recursive = true) {
     MountOp op{MountOpKind::kBind, std::move(source), Staged(path), std::string(path)};
@@ -88,6 +96,7 @@ class PlanWriter {
  private:
   MountPlan* plan_;
   std::set<std::string> created_;
+  std::set<std::string> host_dirs_;
 };
 
 // Where the image's root comes from, and how to check a mountpoint exists in it.
@@ -133,8 +142,7 @@ void AddHostImage(PlanWriter& w) {
       if (n <= 0) continue;
       w.Symlink(path, std::string(target, n));
     } else if (S_ISDIR(st.st_mode)) {
-      w.Mkdir(path);
-      w.Bind(OnHost(path), path, kReadOnlyAttrs);
+      w.BindHostDir(path);
     }
   }
   w.Mkdir("/etc");
@@ -146,8 +154,7 @@ void AddHostImage(PlanWriter& w) {
       ssize_t n = readlink(path, target, sizeof(target) - 1);
       if (n > 0) w.Symlink(path, std::string(target, n));
     } else if (S_ISDIR(st.st_mode)) {
-      w.Mkdir(path);
-      w.Bind(OnHost(path), path, kReadOnlyAttrs);
+      w.BindHostDir(path);
     } else if (S_ISREG(st.st_mode)) {
       w.Touch(path);
       w.Bind(OnHost(path), path, kReadOnlyAttrs, /*recursive=*/false);
@@ -169,19 +176,25 @@ absl::Status EnsureMountpoint(PlanWriter& w, const ImageRoot& root, absl::string
     }
     return absl::OkStatus();
   }
-  // Parents: each must be a directory this plan created (binds of host directories
-  // are read-only, so nothing can be created inside them).
+  // Inside a read-only host directory nothing can be created: the mountpoint must
+  // already be there on the host, as the right kind of file.
   size_t slash = 0;
   while ((slash = path.find('/', slash + 1)) != absl::string_view::npos) {
     absl::string_view parent = path.substr(0, slash);
-    if (w.created(parent)) continue;
-    for (const char* host_dir : kHostTopLevel) {
-      if (parent == host_dir) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "mountpoint ", path, " lies inside the read-only host directory ", host_dir));
-      }
+    if (!w.is_host_dir(parent)) continue;
+    struct stat st;
+    std::string host_path(path);
+    if (stat(host_path.c_str(), &st) != 0 || S_ISDIR(st.st_mode) != is_dir) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "mountpoint ", path, " lies inside the read-only host directory ", parent,
+          " and does not exist there as a ", is_dir ? "directory" : "file"));
     }
-    w.Mkdir(parent);
+    return absl::OkStatus();
+  }
+  // Elsewhere on the tmpfs root: make the parents, then the mountpoint.
+  slash = 0;
+  while ((slash = path.find('/', slash + 1)) != absl::string_view::npos) {
+    w.Mkdir(path.substr(0, slash));
   }
   if (is_dir) {
     w.Mkdir(path);

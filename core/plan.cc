@@ -94,6 +94,7 @@ absl::StatusOr<Plan> BuildPlan(const Spec& spec) {
   }
   plan.namespaces = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC |
                     CLONE_NEWUTS | CLONE_NEWCGROUP;
+  if (spec.allow_host_net) plan.namespaces &= ~static_cast<uint64_t>(CLONE_NEWNET);
   return plan;
 }
 

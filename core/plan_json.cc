@@ -77,7 +77,7 @@ std::string PlanToJson(const Plan& plan, const std::string& cgroup_driver) {
       {"user", {{"uid", plan.identity.uid}, {"gid", plan.identity.gid},
                 {"host_uid", plan.identity.host_uid}, {"host_gid", plan.identity.host_gid}}},
       {"namespaces", NamespacesJson(plan.namespaces)},
-      {"network", "loopback only"},
+      {"network", spec.allow_host_net ? "host (--allow-host-net)" : "loopback only"},
       {"mounts", MountsJson(plan.mounts)},
       {"cgroup",
        {{"driver", cgroup_driver},

@@ -34,6 +34,8 @@ struct Spec {
 
   // Run without a cgroup when none can be made (rootless without delegation).
   bool allow_unlimited = false;
+  // Share the host's network namespace instead of a loopback-only one of its own.
+  bool allow_host_net = false;
 };
 
 }  // namespace zygo::core

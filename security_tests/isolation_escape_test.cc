@@ -11,7 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "security_tests/harness.h"
+#include "testing/harness.h"
 
 namespace zygo::testing {
 namespace {

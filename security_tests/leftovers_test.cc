@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
-#include "security_tests/harness.h"
+#include "testing/harness.h"
 
 namespace zygo::testing {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
-#include "security_tests/harness.h"
+#include "testing/harness.h"
 
 namespace zygo::testing {
 namespace {

@@ -1,7 +1,7 @@
 // The one shared harness for tests that run real sandboxes: run `zygo` (or the escape
 // probe inside it) as a child process and collect what came back.
-#ifndef ZYGO_SECURITY_TESTS_HARNESS_H_
-#define ZYGO_SECURITY_TESTS_HARNESS_H_
+#ifndef ZYGO_TESTING_HARNESS_H_
+#define ZYGO_TESTING_HARNESS_H_
 
 #include <string>
 #include <vector>
@@ -23,6 +23,7 @@ struct RunOptions {
   std::vector<std::string> env;  // extra host environment for zygo itself
   int as_uid = -1;               // run zygo as this user (rootless tests); -1: as the caller
   int as_gid = -1;
+  std::string zygo_binary;       // default: ZygoPath()
 };
 
 // Paths of the binaries under test, from Bazel's runfiles.
@@ -63,4 +64,4 @@ std::vector<std::string> LeftoverMounts();
 
 }  // namespace zygo::testing
 
-#endif  // ZYGO_SECURITY_TESTS_HARNESS_H_
+#endif  // ZYGO_TESTING_HARNESS_H_

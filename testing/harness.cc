@@ -1,4 +1,4 @@
-#include "security_tests/harness.h"
+#include "testing/harness.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -98,7 +98,8 @@ std::string ProbePath() { return Runfile("security_tests/testcases/escape_probe"
 
 RunResult RunZygo(const std::vector<std::string>& flags, const std::string& image,
                   const std::vector<std::string>& argv, const RunOptions& options) {
-  std::vector<std::string> command = {ZygoPath(), "run"};
+  std::vector<std::string> command = {
+      options.zygo_binary.empty() ? ZygoPath() : options.zygo_binary, "run"};
   std::string outcome_path;
   if (options.want_outcome) {
     outcome_path = TempPath("outcome.json");

@@ -1,0 +1,131 @@
+// Plan building is pure logic over the host's file tree: no privileges needed.
+#include "core/plan.h"
+
+#include <linux/mount.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+
+#include "gtest/gtest.h"
+
+namespace zygo::core {
+namespace {
+
+Spec HostSpec() {
+  Spec spec;
+  spec.image = "host";
+  spec.argv = {"true"};
+  return spec;
+}
+
+const MountOp* FindOp(const Plan& plan, MountOpKind kind, const std::string& path) {
+  for (const MountOp& op : plan.mounts.ops) {
+    if (op.kind == kind && op.sandbox_path == path) return &op;
+  }
+  return nullptr;
+}
+
+TEST(BuildPlan, HostImageBindsUsrReadOnlyAndBuildsProcDevTmp) {
+  auto plan = BuildPlan(HostSpec());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const MountOp* usr = FindOp(*plan, MountOpKind::kBind, "/usr");
+  ASSERT_NE(usr, nullptr);
+  EXPECT_TRUE(usr->read_only());
+  EXPECT_TRUE(usr->attr_set & MOUNT_ATTR_NOSUID);
+  ASSERT_NE(FindOp(*plan, MountOpKind::kProc, "/proc"), nullptr);
+  const MountOp* tmp = FindOp(*plan, MountOpKind::kTmpfs, "/tmp");
+  ASSERT_NE(tmp, nullptr);
+  EXPECT_NE(tmp->data.find("size=67108864"), std::string::npos);
+  ASSERT_NE(FindOp(*plan, MountOpKind::kBind, "/dev/null"), nullptr);
+  ASSERT_NE(FindOp(*plan, MountOpKind::kBind, "/proc/sys"), nullptr);
+  EXPECT_EQ(plan->mounts.writable_paths, (std::vector<std::string>{"/tmp", "/dev/shm"}));
+}
+
+TEST(BuildPlan, EnvironmentIsTheImagesAndTheFlagsOnly) {
+  setenv("ZYGO_PLAN_TEST_HOST_VAR", "x", 1);
+  Spec spec = HostSpec();
+  spec.env = {"A=1", "PATH=/custom/bin"};
+  auto plan = BuildPlan(spec);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->env, (std::vector<std::string>{"PATH=/custom/bin", "HOME=/tmp",
+                                                  "HOSTNAME=zygo", "A=1"}));
+  EXPECT_EQ(plan->exec_candidates, (std::vector<std::string>{"/custom/bin/true"}));
+}
+
+TEST(BuildPlan, CommandWithSlashIsNotSearched) {
+  Spec spec = HostSpec();
+  spec.argv = {"/bin/echo", "hi"};
+  auto plan = BuildPlan(spec);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->exec_candidates, (std::vector<std::string>{"/bin/echo"}));
+}
+
+TEST(BuildPlan, RejectsBadSpecsBeforeAnythingRuns) {
+  struct Case {
+    std::function<void(Spec&)> change;
+    std::string message_part;
+  };
+  for (const Case& c : std::vector<Case>{
+           {[](Spec& s) { s.image = "ubuntu:22.04"; }, "not found"},
+           {[](Spec& s) { s.image = "dir:/no/such/dir"; }, "realpath"},
+           {[](Spec& s) { s.image = "dir:relative"; }, "absolute path"},
+           {[](Spec& s) { s.workdir = "/proc/self/fd/3"; }, "workdir"},
+           {[](Spec& s) { s.workdir = "relative"; }, "workdir"},
+           {[](Spec& s) { s.env = {"NOVALUE"}; }, "KEY=VALUE"},
+           {[](Spec& s) { s.hostname = "bad host"; }, "hostname"},
+           {[](Spec& s) { s.volumes = {{"/no/such/source", "/data", false}}; }, "/no/such/source"},
+           {[](Spec& s) { s.volumes = {{"/tmp", "/proc/x", false}}; }, "may not be"},
+           {[](Spec& s) { s.volumes = {{"/tmp", "relative", false}}; }, "clean absolute"},
+           {[](Spec& s) { s.volumes = {{"/tmp", "/usr/zygo-not-there", false}}; }, "read-only host"},
+           {[](Spec& s) { s.memory_bytes = 1024; }, "at least 4m"},
+       }) {
+    Spec spec = HostSpec();
+    c.change(spec);
+    auto plan = BuildPlan(spec);
+    ASSERT_FALSE(plan.ok()) << c.message_part;
+    EXPECT_NE(plan.status().message().find(c.message_part), std::string::npos)
+        << plan.status().message();
+  }
+}
+
+TEST(BuildPlan, DirImageNeedsItsMountpointsAndIsNeverWrittenTo) {
+  std::string dir = std::string(getenv("TEST_TMPDIR")) + "/image";
+  std::filesystem::create_directories(dir);
+  Spec spec = HostSpec();
+  spec.image = "dir:" + dir;
+  auto missing = BuildPlan(spec);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("mountpoint /dev must exist"), std::string::npos)
+      << missing.status().message();
+  for (const char* sub : {"/dev", "/proc", "/tmp"}) std::filesystem::create_directory(dir + sub);
+  auto plan = BuildPlan(spec);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const MountOp& root = plan->mounts.ops.front();
+  EXPECT_EQ(root.kind, MountOpKind::kBind);
+  EXPECT_TRUE(root.read_only());
+  // No mkdir inside the image: only inside the /dev tmpfs Zygo mounts itself.
+  for (const MountOp& op : plan->mounts.ops) {
+    if (op.kind == MountOpKind::kMkdir && op.sandbox_path.rfind("/dev/", 0) != 0) {
+      ADD_FAILURE() << "mkdir in a dir image: " << op.sandbox_path;
+    }
+  }
+}
+
+TEST(BuildPlan, ReadWriteVolumesAreTheOnlyExtraWritablePlaces) {
+  Spec spec = HostSpec();
+  std::string src = getenv("TEST_TMPDIR");
+  spec.volumes = {{src, "/data", false}, {src, "/ro", true}};
+  auto plan = BuildPlan(spec);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->mounts.writable_paths,
+            (std::vector<std::string>{"/tmp", "/dev/shm", "/data"}));
+  EXPECT_TRUE(FindOp(*plan, MountOpKind::kBind, "/ro")->read_only());
+  EXPECT_FALSE(FindOp(*plan, MountOpKind::kBind, "/data")->read_only());
+}
+
+}  // namespace
+}  // namespace zygo::core
