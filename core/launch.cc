@@ -149,6 +149,7 @@ class Run {
     ZYGO_RETURN_IF_ERROR(Clone());
     go_read_.Reset();
     report_write_.Reset();
+    tasks_files_.clear();
     ZYGO_RETURN_IF_ERROR(ReleaseChild());
     Supervise();
     return Finish();
@@ -166,9 +167,10 @@ class Run {
 
   absl::Status Clone() {
     bool born_in_cgroup = cgroup_ && cgroup_->clone_into_fd() >= 0;
-    // v1 cannot clone into a cgroup: the child joins a cgroup namespace once the
-    // parent has moved it, so the namespace's root is the sandbox's own cgroup.
+    // v1 cannot clone into a cgroup: the child moves itself in, then joins a cgroup
+    // namespace, so the namespace's root is the sandbox's own cgroup.
     bool late_cgroup_ns = cgroup_ && !born_in_cgroup;
+    if (late_cgroup_ns) ZYGO_RETURN_IF_ERROR(OpenTasksFiles());
     struct clone_args args = {};
     args.flags = plan_.namespaces | CLONE_PIDFD;
     if (late_cgroup_ns) args.flags &= ~static_cast<uint64_t>(CLONE_NEWCGROUP);
@@ -181,7 +183,10 @@ class Run {
     args.exit_signal = SIGCHLD;
 
     const int close_fds[] = {go_write_.get(), report_read_.get(), signal_fd_.get(), -1};
-    SandboxChildArgs child = {&plan_, go_read_.get(), report_write_.get(), late_cgroup_ns,
+    std::vector<int> tasks_fds;
+    for (const UniqueFd& fd : tasks_files_) tasks_fds.push_back(fd.get());
+    tasks_fds.push_back(-1);
+    SandboxChildArgs child = {&plan_, go_read_.get(), report_write_.get(), tasks_fds.data(),
                               plan_.spec.hostname.c_str(), plan_.spec.workdir.c_str(),
                               exec_.argv.data(), exec_.envp.data(), exec_.candidates.data(),
                               close_fds};
@@ -196,10 +201,19 @@ class Run {
     return absl::OkStatus();
   }
 
-  // Writes the id maps and moves the child into its cgroup, then lets it run.
+  absl::Status OpenTasksFiles() {
+    for (const std::string& dir : cgroup_->paths()) {
+      std::string path = absl::StrCat(dir, "/tasks");
+      UniqueFd fd(open(path.c_str(), O_WRONLY | O_CLOEXEC));
+      if (!fd.valid()) return base::ErrnoStatus(errno, absl::StrCat("open(", path, ")"));
+      tasks_files_.push_back(std::move(fd));
+    }
+    return absl::OkStatus();
+  }
+
+  // Writes the id maps, then lets the child run (it joins a v1 cgroup itself).
   absl::Status ReleaseChild() {
     ZYGO_RETURN_IF_ERROR(WriteIdMapsFromParent(pid_, plan_.identity));
-    if (cgroup_) ZYGO_RETURN_IF_ERROR(cgroup_->AttachFromParent(pid_));
     char go = 1;
     if (write(go_write_.get(), &go, 1) != 1) return base::ErrnoStatus(errno, "write(go pipe)");
     go_write_.Reset();
@@ -326,6 +340,7 @@ class Run {
   std::unique_ptr<Cgroup> cgroup_;
   ExecArrays exec_;
   UniqueFd go_read_, go_write_, report_read_, report_write_, signal_fd_, pidfd_;
+  std::vector<UniqueFd> tasks_files_;  // v1: the child writes itself into these
   pid_t pid_ = -1;
   bool reaped_ = false;
   bool timed_out_ = false;

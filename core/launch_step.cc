@@ -6,6 +6,7 @@ const char* StepName(LaunchStep step) {
   switch (step) {
     case LaunchStep::kWaitForParent: return "wait for the parent's id maps and cgroup";
     case LaunchStep::kDeathSignal: return "prctl(PR_SET_PDEATHSIG)";
+    case LaunchStep::kCgroupAttach: return "write(cgroup tasks, \"0\")";
     case LaunchStep::kCgroupNamespace: return "unshare(CLONE_NEWCGROUP)";
     case LaunchStep::kMountPrivate: return "mount(/, MS_REC|MS_PRIVATE)";
     case LaunchStep::kMountStaging: return "mount(tmpfs -> /tmp staging)";

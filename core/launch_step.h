@@ -8,6 +8,7 @@ namespace zygo::core {
 enum class LaunchStep : int {
   kWaitForParent = 1,
   kDeathSignal,
+  kCgroupAttach,
   kCgroupNamespace,
   kMountPrivate,
   kMountStaging,

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "core/base/status_macros.h"
+#include "core/seccomp_compiled.h"
 
 namespace zygo::core {
 namespace {
@@ -84,7 +85,7 @@ absl::StatusOr<Plan> BuildPlan(const Spec& spec) {
   ZYGO_ASSIGN_OR_RETURN(plan.mounts, BuildMountPlan(spec));
   plan.identity = BuildIdentityPlan(spec.uid, spec.gid);
   plan.landlock = BuildLandlockPlan(ProbeLandlockAbi(), plan.mounts.writable_paths);
-  ZYGO_ASSIGN_OR_RETURN(plan.seccomp, BuildSeccompPrograms());
+  plan.seccomp = CompiledSeccompPrograms();
   plan.rlimits = DefaultRlimits();
   plan.cgroup_limits = {spec.memory_bytes, spec.pids_limit, spec.cpus};
   plan.env = BuildEnvironment(spec);

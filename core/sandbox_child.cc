@@ -36,15 +36,31 @@ void FailIfErrno(const SandboxChildArgs& args, LaunchStep step, bool failed) {
   if (failed) Fail(args, {step, errno});
 }
 
+// cgroup v1 cannot clone into a cgroup, and a parent writing our pid into
+// cgroup.procs takes the global cgroup_threadgroup_rwsem for writing, which waits for
+// an RCU grace period (~15 ms on these VMs). A single-threaded task moving itself
+// by writing "0" to `tasks` skips that lock (kernel/cgroup/cgroup.c,
+// cgroup_procs_write_start). The fds were opened by the parent, whose credentials
+// the kernel checks.
+void JoinCgroupsV1(const SandboxChildArgs& args) {
+  for (const int* fd = args.cgroup_tasks_fds; *fd >= 0; ++fd) {
+    ssize_t n;
+    do {
+      n = write(*fd, "0", 1);
+    } while (n < 0 && errno == EINTR);
+    if (n != 1) Fail(args, {LaunchStep::kCgroupAttach, errno});
+    close(*fd);
+  }
+}
+
 // Everything between clone and the fork of the command, in the order that works:
 // mounts need CAP_SYS_ADMIN in the new user namespace, so they come before the
 // capabilities go; Landlock needs no_new_privs; seccomp comes last because the
 // allowlist refuses the setup calls above.
 void SetUpSandbox(const SandboxChildArgs& args) {
   const Plan& plan = *args.plan;
-  if (args.unshare_cgroup_namespace) {
-    // On v1 the parent moved us into the cgroup after clone; a namespace made now
-    // has that cgroup as its root.
+  if (args.cgroup_tasks_fds[0] >= 0) {
+    // A namespace made now has the sandbox's own cgroup as its root.
     FailIfErrno(args, LaunchStep::kCgroupNamespace, unshare(CLONE_NEWCGROUP) != 0);
   }
   FailIf(args, BuildRootInChild(plan.mounts));
@@ -151,6 +167,7 @@ void RunSandboxChild(const SandboxChildArgs& args) {
   // No byte: the parent died or gave up on this sandbox before it was ready.
   if (n != 1) _exit(125);
   close(args.go_fd);
+  JoinCgroupsV1(args);
 
   SetUpSandbox(args);
 

@@ -13,7 +13,9 @@ struct SandboxChildArgs {
   const Plan* plan;
   int go_fd;        // read end: one byte once the parent wrote id maps and the cgroup
   int report_fd;    // write end for ChildRecords (CLOEXEC)
-  bool unshare_cgroup_namespace;  // v1: join the cgroup namespace after the move
+  // v1: the `tasks` files of the sandbox's cgroups, -1-terminated (empty on v2 or
+  // without a cgroup). The child writes itself in, then joins a cgroup namespace.
+  const int* cgroup_tasks_fds;
   const char* hostname;
   const char* workdir;
   char* const* argv;               // NULL-terminated

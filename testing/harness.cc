@@ -160,9 +160,14 @@ std::vector<int> ProcessesMatching(const std::string& needle) {
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
     int pid = std::stoi(name);
     if (pid == getpid()) continue;
-    std::ifstream file(entry.path() / "cmdline");
-    std::string cmdline((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-    if (absl::StrContains(cmdline, needle)) pids.push_back(pid);
+    for (const char* name : {"cmdline", "environ"}) {
+      std::ifstream file(entry.path() / name);
+      std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+      if (absl::StrContains(text, needle)) {
+        pids.push_back(pid);
+        break;
+      }
+    }
   }
   return pids;
 }
@@ -175,10 +180,10 @@ std::vector<std::string> LeftoverCgroups() {
        it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
     if (ec) break;
     if (it.depth() > 6) it.disable_recursion_pending();
-    if (it->is_directory(ec) &&
-        absl::StartsWith(it->path().filename().string(), "zygo-")) {
-      found.push_back(it->path());
-    }
+    std::string name = it->path().filename().string();
+    if (!it->is_directory(ec) || !absl::StartsWith(name, "zygo-")) continue;
+    int owner = atoi(name.c_str() + 5);
+    if (owner <= 0 || kill(owner, 0) != 0) found.push_back(it->path());
   }
   return found;
 }

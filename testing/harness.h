@@ -53,10 +53,12 @@ std::string Verdict(const RunResult& result, const std::string& subcommand);
 // A field of the outcome JSON, as its JSON text ("\"ok\"", "137", "true").
 std::string OutcomeField(const RunResult& result, const std::string& key);
 
-// Processes whose command line contains `needle`, excluding the caller.
+// Processes whose command line or environment contains `needle`, excluding the
+// caller. A sandboxed process can be found by a marker passed with `-e`.
 std::vector<int> ProcessesMatching(const std::string& needle);
 
-// Directories under /sys/fs/cgroup whose name starts with "zygo-".
+// Directories under /sys/fs/cgroup named "zygo-<pid>-<n>" whose zygo <pid> is gone:
+// leaks. (A live zygo's cgroup, e.g. another test's, is not a leftover.)
 std::vector<std::string> LeftoverCgroups();
 
 // Mounts in the host's mount table whose mountpoint contains "zygo".

@@ -1,0 +1,29 @@
+#include "core/seccomp_compiled.h"
+
+#include <cstring>
+
+#include "gtest/gtest.h"
+
+namespace zygo::core {
+namespace {
+
+bool SameProgram(const std::vector<struct sock_filter>& a,
+                 const std::vector<struct sock_filter>& b) {
+  return a.size() == b.size() &&
+         std::memcmp(a.data(), b.data(), a.size() * sizeof(struct sock_filter)) == 0;
+}
+
+// The build-time programs are exactly what libseccomp builds from the policy now.
+TEST(CompiledSeccompPrograms, MatchTheLibseccompBuild) {
+  absl::StatusOr<SeccompPrograms> built = BuildSeccompPrograms();
+  ASSERT_TRUE(built.ok()) << built.status();
+  SeccompPrograms compiled = CompiledSeccompPrograms();
+  EXPECT_TRUE(SameProgram(compiled.allowlist, built->allowlist));
+  EXPECT_TRUE(SameProgram(compiled.argument_denials, built->argument_denials));
+  EXPECT_EQ(compiled.allowed_syscalls, built->allowed_syscalls);
+  EXPECT_EQ(compiled.denied_examples, built->denied_examples);
+  EXPECT_GT(compiled.allowlist.size(), 100u);
+}
+
+}  // namespace
+}  // namespace zygo::core
