@@ -47,6 +47,8 @@ INSTANTIATE_TEST_SUITE_P(
         SyscallCase{"unshare-net", {}, "allowed", "denied EPERM"},
         SyscallCase{"unshare-pid", {}, "allowed", "denied EPERM"},
         SyscallCase{"unshare-cgroup", {}, "allowed", "denied EPERM"},
+        SyscallCase{"unshare-ipc", {}, "allowed", "denied EPERM"},
+        SyscallCase{"unshare-uts", {}, "allowed", "denied EPERM"},
         SyscallCase{"clone-newuser", {}, "allowed", "denied EPERM"},
         SyscallCase{"clone3-newuser", {}, "allowed", "denied ENOSYS"},
         SyscallCase{"setns", {"/proc/self/ns/net"}, "allowed", "denied EPERM"},
