@@ -2,200 +2,25 @@
 // limits in each controller's files, usage from each controller's own counters.
 #include "core/internal/cgroup_v1.h"
 
-#include "core/internal/cgroup_sweep.h"
+#include <sys/types.h>
 
-#include <errno.h>
-#include <fcntl.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <atomic>
-#include <chrono>
-#include <cmath>
 #include <cstdint>
-#include <thread>
 #include <utility>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "core/base/errno_status.h"
 #include "core/base/status_macros.h"
-#include "core/base/unique_fd.h"
+#include "core/base/sys/fs.h"
+#include "core/internal/cgroup_fs.h"
+#include "core/internal/cgroup_sweep.h"
 
 namespace zygo::core::internal {
 namespace {
 
-using ::zygo::base::ErrnoStatus;
-using ::zygo::base::UniqueFd;
-
-constexpr int64_t kCfsPeriodUs = 100000;
-// The kernel rejects cfs_quota_us below 1 ms (kernel/sched/core.c, min_cfs_quota_period).
-constexpr int64_t kMinCfsQuotaUs = 1000;
-constexpr auto kRmdirRetryFor = std::chrono::seconds(1);
-constexpr auto kRmdirRetrySleep = std::chrono::milliseconds(10);
-
-// Process-wide, so that two drivers with the same prefix never pick the same name.
-std::atomic<uint64_t> next_cgroup_number{0};
-
-// ---- cgroupfs file helpers. The v2 driver keeps its own copy: facility files do not
-// ---- call one another (STYLE.md A.3).
-
-bool PathExists(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0;
-}
-
-bool IsDirectory(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-absl::StatusOr<std::string> ReadSmallFile(const std::string& path) {
-  int fd;
-  do {
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  } while (fd < 0 && errno == EINTR);
-  if (fd < 0) return ErrnoStatus(errno, absl::StrCat("open(", path, ", O_RDONLY)"));
-  UniqueFd owned(fd);
-  std::string content;
-  char buffer[4096];
-  for (;;) {
-    ssize_t n = ::read(fd, buffer, sizeof(buffer));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoStatus(errno, absl::StrCat("read(", path, ")"));
-    if (n == 0) return content;
-    content.append(buffer, static_cast<size_t>(n));
-  }
-}
-
-enum class IfMissing { kCreate, kFail };
-
-// A control file exists as soon as its cgroup directory does, so O_CREAT is a no-op on
-// cgroupfs; it lets the same code write into a plain directory (the fake trees of unit
-// tests). Optional files use kFail, so that their absence shows as NotFound.
-absl::Status WriteControlFile(const std::string& path, absl::string_view value,
-                              IfMissing if_missing) {
-  const int flags =
-      O_WRONLY | O_CLOEXEC | O_TRUNC | (if_missing == IfMissing::kCreate ? O_CREAT : 0);
-  int fd;
-  do {
-    fd = ::open(path.c_str(), flags, 0644);
-  } while (fd < 0 && errno == EINTR);
-  if (fd < 0) {
-    const int err = errno;
-    // cgroupfs cannot create files: O_CREAT of a missing one fails with EACCES, which
-    // would wrongly read as a permission problem.
-    if (err != ENOENT && !PathExists(path)) {
-      return absl::NotFoundError(absl::StrCat("open(", path, ", O_WRONLY|O_CREAT): ",
-                                              strerror(err), "; the file does not exist"));
-    }
-    return ErrnoStatus(err, absl::StrCat("open(", path, ", O_WRONLY)"));
-  }
-  UniqueFd owned(fd);
-  // One write(2): cgroupfs parses each write as one whole value.
-  ssize_t n;
-  do {
-    n = ::write(fd, value.data(), value.size());
-  } while (n < 0 && errno == EINTR);
-  if (n < 0) return ErrnoStatus(errno, absl::StrCat("write(", path, ", \"", value, "\")"));
-  if (static_cast<size_t>(n) != value.size()) {
-    return absl::InternalError(absl::StrCat("write(", path, ", \"", value, "\"): wrote ", n,
-                                            " of ", value.size(), " bytes"));
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<int64_t> ParseInt64(absl::string_view text, const std::string& path) {
-  int64_t value = 0;
-  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(text), &value)) {
-    return absl::InternalError(absl::StrCat("cannot parse \"", text, "\" in ", path));
-  }
-  return value;
-}
-
-// The value of the line "key N" of a flat-keyed file (memory.oom_control, pids.events),
-// or `if_absent` when no line has that key.
-absl::StatusOr<int64_t> KeyedValueOr(absl::string_view content, absl::string_view key,
-                                     const std::string& path, int64_t if_absent) {
-  for (absl::string_view line : absl::StrSplit(content, '\n', absl::SkipEmpty())) {
-    std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(line, ' ');
-    if (kv.first == key) return ParseInt64(kv.second, path);
-  }
-  return if_absent;
-}
-
-// A single-number file, or `if_absent` when the kernel does not provide it.
-absl::StatusOr<int64_t> ReadInt64Or(const std::string& path, int64_t if_absent) {
-  absl::StatusOr<std::string> content = ReadSmallFile(path);
-  if (absl::IsNotFound(content.status())) return if_absent;
-  if (!content.ok()) return content.status();
-  return ParseInt64(*content, path);
-}
-
-absl::Status MakeCgroupDir(const std::string& path) {
-  if (::mkdir(path.c_str(), 0755) == 0) return absl::OkStatus();
-  const int err = errno;
-  if (err == EACCES || err == EPERM || err == EROFS) {
-    return absl::PermissionDeniedError(absl::StrCat("mkdir(", path, "): ", strerror(err),
-                                                    "; no cgroup can be created there"));
-  }
-  return ErrnoStatus(err, absl::StrCat("mkdir(", path, ")"));
-}
-
-// Retries EBUSY: a v1 cgroup cannot be removed while its tasks list is non-empty, and a
-// child that was just reaped can linger there briefly while the kernel finishes exit.
-absl::Status RemoveCgroupDir(const std::string& path) {
-  const auto deadline = std::chrono::steady_clock::now() + kRmdirRetryFor;
-  for (;;) {
-    if (::rmdir(path.c_str()) == 0) return absl::OkStatus();
-    const int err = errno;
-    if (err == ENOENT) return absl::OkStatus();
-    if (err == EINTR) continue;
-    if (err == EBUSY && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(kRmdirRetrySleep);
-      continue;
-    }
-    if (err == ENOTEMPTY) {
-      // rmdir of a real cgroup ignores its control files; only a plain directory
-      // (a fake tree in tests) reports ENOTEMPTY, and then we must not delete files.
-      return absl::FailedPreconditionError(absl::StrCat(
-          "rmdir(", path, "): directory not empty; not a cgroupfs directory"));
-    }
-    return ErrnoStatus(err, absl::StrCat("rmdir(", path, ")",
-                                         err == EBUSY ? " (tasks remain after 1 s)" : ""));
-  }
-}
-
-// ---- limits
-
-int64_t CpuQuotaUs(double cpus) { return std::llround(cpus * kCfsPeriodUs); }
-
-absl::Status CheckLimits(const CgroupLimits& limits) {
-  if (limits.memory_bytes < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("memory_bytes must be >= 0, got ", limits.memory_bytes));
-  }
-  if (limits.pids_max < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("pids_max must be >= 0, got ", limits.pids_max));
-  }
-  // Written so that NaN fails too.
-  if (!(limits.cpus >= 0 && limits.cpus <= 1e6)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cpus must be in [0, 1e6], got ", limits.cpus));
-  }
-  if (limits.cpus > 0 && CpuQuotaUs(limits.cpus) < kMinCfsQuotaUs) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cpus=", limits.cpus, " gives a CFS quota of ", CpuQuotaUs(limits.cpus),
-        " us per 100 ms; the kernel's minimum is 1000 us (cpus >= 0.01)"));
-  }
-  return absl::OkStatus();
-}
+using ::zygo::base::sys::ReadFile;
 
 // ---- the cgroup
 
@@ -269,11 +94,8 @@ absl::Status CgroupV1::WriteMemoryLimit(int64_t bytes) {
   // limit_in_bytes (the kernel keeps memsw >= mem). The file is absent when swap
   // accounting is off (swapaccount=0 or no CONFIG_MEMCG_SWAP); then there is nothing to
   // limit.
-  absl::Status memsw =
-      WriteControlFile(absl::StrCat(memory_dir_, "/memory.memsw.limit_in_bytes"), value,
-                       IfMissing::kFail);
-  if (absl::IsNotFound(memsw)) return absl::OkStatus();
-  return memsw;
+  return WriteOptionalControlFile(absl::StrCat(memory_dir_, "/memory.memsw.limit_in_bytes"),
+                                  value);
 }
 
 absl::Status CgroupV1::WritePidsLimit(int64_t pids_max) {
@@ -285,7 +107,7 @@ absl::Status CgroupV1::WritePidsLimit(int64_t pids_max) {
 absl::Status CgroupV1::WriteCpuQuota(double cpus) {
   if (cpus == 0) return absl::OkStatus();
   ZYGO_RETURN_IF_ERROR(WriteControlFile(absl::StrCat(cpu_dir_, "/cpu.cfs_period_us"),
-                                        absl::StrCat(kCfsPeriodUs), IfMissing::kCreate));
+                                        absl::StrCat(kCpuPeriodUs), IfMissing::kCreate));
   return WriteControlFile(absl::StrCat(cpu_dir_, "/cpu.cfs_quota_us"),
                           absl::StrCat(CpuQuotaUs(cpus)), IfMissing::kCreate);
 }
@@ -305,14 +127,12 @@ absl::Status CgroupV1::AttachFromParent(pid_t pid) {
 
 absl::StatusOr<CgroupUsage> CgroupV1::ReadUsage() const {
   CgroupUsage usage;
-  const std::string oom_control = absl::StrCat(memory_dir_, "/memory.oom_control");
-  ZYGO_ASSIGN_OR_RETURN(std::string oom, ReadSmallFile(oom_control));
   // The oom_kill line appeared in Linux 4.13; older kernels count nothing.
-  ZYGO_ASSIGN_OR_RETURN(usage.oom_kills, KeyedValueOr(oom, "oom_kill", oom_control, 0));
-
-  const std::string pids_events = absl::StrCat(pids_dir_, "/pids.events");
-  ZYGO_ASSIGN_OR_RETURN(std::string events, ReadSmallFile(pids_events));
-  ZYGO_ASSIGN_OR_RETURN(usage.pids_max_hits, KeyedValueOr(events, "max", pids_events, 0));
+  ZYGO_ASSIGN_OR_RETURN(usage.oom_kills,
+                        ReadKeyedValueOr(absl::StrCat(memory_dir_, "/memory.oom_control"),
+                                         "oom_kill", 0));
+  ZYGO_ASSIGN_OR_RETURN(usage.pids_max_hits,
+                        ReadKeyedValueOr(absl::StrCat(pids_dir_, "/pids.events"), "max", 0));
 
   ZYGO_ASSIGN_OR_RETURN(
       usage.memory_peak_bytes,
@@ -335,7 +155,7 @@ absl::Status CgroupV1::Destroy() {
   absl::Status first_error;
   std::vector<std::string> still_there;
   for (const std::string& dir : remaining_) {
-    absl::Status removed = RemoveCgroupDir(dir);
+    absl::Status removed = RemoveCgroupDir(dir, "tasks");
     if (removed.ok()) continue;
     if (first_error.ok()) first_error = removed;
     still_there.push_back(dir);
@@ -350,13 +170,6 @@ bool IsV1HierarchyRoot(const std::string& dir) {
   // cgroup.controllers exists only in cgroup2; cgroup.procs in both.
   return IsDirectory(dir) && PathExists(absl::StrCat(dir, "/cgroup.procs")) &&
          !PathExists(absl::StrCat(dir, "/cgroup.controllers"));
-}
-
-bool HasDotDot(absl::string_view path) {
-  for (absl::string_view part : absl::StrSplit(path, '/')) {
-    if (part == "..") return true;
-  }
-  return false;
 }
 
 absl::StatusOr<V1Hierarchy> FindHierarchy(const CgroupProbeOptions& options,
@@ -392,8 +205,7 @@ absl::StatusOr<V1Hierarchy> FindHierarchy(const CgroupProbeOptions& options,
     return absl::NotFoundError(absl::StrCat(controller, ": own cgroup \"", member->path,
                                             "\" is not below the hierarchy's root"));
   }
-  std::string parent = member->path == "/" ? mount : absl::StrCat(mount, member->path);
-  while (parent.size() > 1 && parent.back() == '/') parent.pop_back();
+  const std::string parent = CgroupDir(mount, member->path);
   if (!IsDirectory(parent)) {
     return absl::NotFoundError(
         absl::StrCat(controller, ": own cgroup directory ", parent, " does not exist"));
@@ -424,7 +236,7 @@ absl::StatusOr<std::vector<V1Membership>> ParseV1SelfCgroup(absl::string_view co
 }
 
 absl::StatusOr<V1Layout> ResolveV1Layout(const CgroupProbeOptions& options) {
-  ZYGO_ASSIGN_OR_RETURN(std::string self, ReadSmallFile(options.self_cgroup_file));
+  ZYGO_ASSIGN_OR_RETURN(std::string self, ReadFile(options.self_cgroup_file));
   ZYGO_ASSIGN_OR_RETURN(std::vector<V1Membership> memberships, ParseV1SelfCgroup(self));
   V1Layout layout;
   std::vector<std::string> missing;
@@ -453,12 +265,7 @@ CgroupV1Driver::CgroupV1Driver(V1Layout layout, std::string name_prefix)
 
 absl::StatusOr<std::unique_ptr<Cgroup>> CgroupV1Driver::Create(const CgroupLimits& limits) {
   ZYGO_RETURN_IF_ERROR(CheckLimits(limits));
-  if (name_prefix_.find('/') != std::string::npos) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cgroup name prefix \"", name_prefix_, "\" contains '/'"));
-  }
-  const std::string name = absl::StrCat(name_prefix_, ::getpid(), "-",
-                                        next_cgroup_number.fetch_add(1));
+  ZYGO_ASSIGN_OR_RETURN(const std::string name, NewCgroupName(name_prefix_));
   auto cgroup = std::make_unique<CgroupV1>();
   // On failure, `cgroup`'s destructor removes whatever directories were made.
   for (const V1Hierarchy* hierarchy : {&layout_.memory, &layout_.pids, &layout_.cpu}) {

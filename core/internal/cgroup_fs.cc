@@ -1,0 +1,198 @@
+// Reading and writing cgroupfs files for both cgroup drivers, through core/base/sys/fs.h.
+#include "core/internal/cgroup_fs.h"
+
+#include <errno.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <optional>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/cord.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "core/base/status_macros.h"
+#include "core/base/unique_fd.h"
+
+namespace zygo::core::internal {
+namespace {
+
+namespace sys = ::zygo::base::sys;
+using ::zygo::base::UniqueFd;
+
+// The kernel rejects a quota below 1 ms (kernel/sched/core.c, min_cfs_quota_period).
+constexpr int64_t kMinCpuQuotaUs = 1000;
+constexpr auto kRmdirRetryFor = std::chrono::seconds(1);
+constexpr auto kRmdirRetrySleep = std::chrono::milliseconds(10);
+
+// Process-wide, so that two drivers with the same prefix never pick the same name.
+std::atomic<uint64_t> next_cgroup_number{0};
+
+// `status` with another code and `suffix` added to its message. Keeps the payloads, so
+// that sys::ErrnoOf still finds the errno.
+absl::Status Amend(const absl::Status& status, absl::StatusCode code,
+                   absl::string_view suffix) {
+  absl::Status amended(code, absl::StrCat(status.message(), suffix));
+  status.ForEachPayload([&amended](absl::string_view url, const absl::Cord& payload) {
+    amended.SetPayload(url, payload);
+  });
+  return amended;
+}
+
+absl::StatusOr<int64_t> ParseInt64(absl::string_view text, const std::string& path) {
+  int64_t value = 0;
+  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(text), &value)) {
+    return absl::InternalError(absl::StrCat("cannot parse \"", text, "\" in ", path));
+  }
+  return value;
+}
+
+}  // namespace
+
+// ---- limits
+
+int64_t CpuQuotaUs(double cpus) { return std::llround(cpus * kCpuPeriodUs); }
+
+absl::Status CheckLimits(const CgroupLimits& limits) {
+  if (limits.memory_bytes < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("memory_bytes must be >= 0, got ", limits.memory_bytes));
+  }
+  if (limits.pids_max < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("pids_max must be >= 0, got ", limits.pids_max));
+  }
+  // Written so that NaN fails too.
+  if (!(limits.cpus >= 0 && limits.cpus <= 1e6)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cpus must be in [0, 1e6], got ", limits.cpus));
+  }
+  if (limits.cpus > 0 && CpuQuotaUs(limits.cpus) < kMinCpuQuotaUs) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cpus=", limits.cpus, " gives a CPU quota of ", CpuQuotaUs(limits.cpus),
+        " us per 100 ms; the kernel's minimum is 1000 us (cpus >= 0.01)"));
+  }
+  return absl::OkStatus();
+}
+
+// ---- names and paths
+
+absl::StatusOr<std::string> NewCgroupName(const std::string& prefix) {
+  if (prefix.find('/') != std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cgroup name prefix \"", prefix, "\" contains '/'"));
+  }
+  return absl::StrCat(prefix, ::getpid(), "-", next_cgroup_number.fetch_add(1));
+}
+
+bool HasDotDot(absl::string_view path) {
+  for (absl::string_view part : absl::StrSplit(path, '/')) {
+    if (part == "..") return true;
+  }
+  return false;
+}
+
+std::string CgroupDir(const std::string& mount, const std::string& cgroup_path) {
+  std::string dir = cgroup_path == "/" ? mount : absl::StrCat(mount, cgroup_path);
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  return dir;
+}
+
+bool PathExists(const std::string& path) { return sys::Stat(path).ok(); }
+
+bool IsDirectory(const std::string& path) {
+  absl::StatusOr<struct stat> st = sys::Stat(path);
+  return st.ok() && S_ISDIR(st->st_mode);
+}
+
+// ---- control files
+
+absl::Status WriteControlFile(const std::string& path, absl::string_view value,
+                              IfMissing if_missing) {
+  absl::StatusOr<UniqueFd> fd = sys::OpenWriteOnly(path, if_missing);
+  if (!fd.ok()) {
+    // cgroupfs cannot create files: O_CREAT of a missing one fails with EACCES, which
+    // would wrongly read as a permission problem.
+    if (!absl::IsNotFound(fd.status()) && !PathExists(path)) {
+      return Amend(fd.status(), absl::StatusCode::kNotFound, "; the file does not exist");
+    }
+    return fd.status();
+  }
+  ZYGO_ASSIGN_OR_RETURN(const size_t written, sys::WriteOnce(*fd, value, path));
+  if (written != value.size()) {
+    return absl::InternalError(absl::StrCat("write(", path, ", \"", value, "\"): wrote ",
+                                            written, " of ", value.size(), " bytes"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WriteOptionalControlFile(const std::string& path, absl::string_view value) {
+  absl::Status written = WriteControlFile(path, value, IfMissing::kFail);
+  if (absl::IsNotFound(written)) return absl::OkStatus();
+  return written;
+}
+
+absl::StatusOr<int64_t> KeyedValueOr(absl::string_view content, absl::string_view key,
+                                     const std::string& path, int64_t if_absent) {
+  for (absl::string_view line : absl::StrSplit(content, '\n', absl::SkipEmpty())) {
+    std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(line, ' ');
+    if (kv.first == key) return ParseInt64(kv.second, path);
+  }
+  return if_absent;
+}
+
+absl::StatusOr<int64_t> ReadKeyedValueOr(const std::string& path, absl::string_view key,
+                                         int64_t if_absent) {
+  ZYGO_ASSIGN_OR_RETURN(std::string content, sys::ReadFile(path));
+  return KeyedValueOr(content, key, path, if_absent);
+}
+
+absl::StatusOr<int64_t> ReadInt64Or(const std::string& path, int64_t if_absent) {
+  absl::StatusOr<std::string> content = sys::ReadFile(path);
+  if (absl::IsNotFound(content.status())) return if_absent;
+  if (!content.ok()) return content.status();
+  return ParseInt64(*content, path);
+}
+
+// ---- directories
+
+absl::Status MakeCgroupDir(const std::string& path) {
+  absl::Status made = sys::MakeDirectory(path, 0755);
+  const std::optional<int> err = sys::ErrnoOf(made);
+  if (err == EACCES || err == EPERM || err == EROFS) {
+    return Amend(made, absl::StatusCode::kPermissionDenied,
+                 "; no cgroup can be created there");
+  }
+  return made;
+}
+
+absl::Status RemoveCgroupDir(const std::string& path, absl::string_view members) {
+  const auto deadline = std::chrono::steady_clock::now() + kRmdirRetryFor;
+  for (;;) {
+    absl::Status removed = sys::RemoveDirectory(path);
+    if (removed.ok() || absl::IsNotFound(removed)) return absl::OkStatus();
+    const std::optional<int> err = sys::ErrnoOf(removed);
+    if (err == EBUSY && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(kRmdirRetrySleep);
+      continue;
+    }
+    if (err == EBUSY) {
+      return Amend(removed, removed.code(), absl::StrCat(" (", members, " remain after 1 s)"));
+    }
+    if (err == ENOTEMPTY) {
+      // rmdir of a real cgroup ignores its control files; only a plain directory
+      // (a fake tree in tests) reports ENOTEMPTY, and then we must not delete files.
+      return Amend(removed, absl::StatusCode::kFailedPrecondition,
+                   "; not a cgroupfs directory");
+    }
+    return removed;
+  }
+}
+
+}  // namespace zygo::core::internal

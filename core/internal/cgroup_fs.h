@@ -1,0 +1,93 @@
+// Reading and writing cgroupfs files, shared by the v1 and v2 drivers: control files and
+// their counters, cgroup directories and their names, and the limit values written into
+// them. Parent side; needs whatever access the files themselves need.
+#ifndef ZYGO_CORE_INTERNAL_CGROUP_FS_H_
+#define ZYGO_CORE_INTERNAL_CGROUP_FS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/base/sys/fs.h"
+#include "core/cgroup.h"
+
+namespace zygo::core::internal {
+
+// ---- limits
+
+// Both drivers give the CPU quota per period of 100 ms (v1 cpu.cfs_period_us, the
+// second field of v2 cpu.max).
+inline constexpr int64_t kCpuPeriodUs = 100000;
+
+// The quota per kCpuPeriodUs that `cpus` CPUs get, in microseconds.
+int64_t CpuQuotaUs(double cpus);
+
+// InvalidArgument for limits the kernel would reject: negative ones, cpus outside
+// [0, 1e6] (or NaN), or a CPU quota below the kernel's minimum of 1 ms.
+absl::Status CheckLimits(const CgroupLimits& limits);
+
+// ---- names and paths
+
+// A new cgroup name, "<prefix><pid>-<n>", never returned twice in this process.
+// InvalidArgument when `prefix` contains '/'.
+absl::StatusOr<std::string> NewCgroupName(const std::string& prefix);
+
+// True when a component of `path` is "..": /proc/self/cgroup shows a cgroup outside our
+// cgroup namespace that way.
+bool HasDotDot(absl::string_view path);
+
+// The directory of `cgroup_path` (a /proc/self/cgroup path, starting with '/') below
+// the hierarchy mounted at `mount`, without a trailing '/'.
+std::string CgroupDir(const std::string& mount, const std::string& cgroup_path);
+
+bool PathExists(const std::string& path);
+bool IsDirectory(const std::string& path);
+
+// ---- control files
+
+// kCreate for files that every cgroup has; kFail for those that may be absent, whose
+// absence then shows as NotFound.
+using IfMissing = ::zygo::base::sys::IfMissing;
+
+// Writes `value` with one write(2) (cgroupfs parses each write as one whole value).
+// A control file exists as soon as its cgroup directory does, so kCreate's O_CREAT is
+// a no-op on cgroupfs; it lets the same code write into a plain directory (the fake
+// trees of unit tests). The Status carries the errno (base::sys::ErrnoOf).
+absl::Status WriteControlFile(const std::string& path, absl::string_view value,
+                              IfMissing if_missing);
+
+// WriteControlFile of a file that only some kernels or configurations provide: OK,
+// writing nothing, when it does not exist.
+absl::Status WriteOptionalControlFile(const std::string& path, absl::string_view value);
+
+// The value of the line "key N" of `content`, a flat-keyed file read from `path`
+// (memory.events, memory.oom_control, pids.events, cpu.stat), or `if_absent` when no
+// line has that key. Internal when the value is not a number.
+absl::StatusOr<int64_t> KeyedValueOr(absl::string_view content, absl::string_view key,
+                                     const std::string& path, int64_t if_absent);
+
+// KeyedValueOr of the file at `path`, which must exist.
+absl::StatusOr<int64_t> ReadKeyedValueOr(const std::string& path, absl::string_view key,
+                                         int64_t if_absent);
+
+// A single-number file, or `if_absent` when the kernel does not provide it.
+absl::StatusOr<int64_t> ReadInt64Or(const std::string& path, int64_t if_absent);
+
+// ---- directories
+
+// mkdir(path, 0755). PermissionDenied naming `path` when the caller may not make a
+// cgroup there (EACCES, EPERM, EROFS).
+absl::Status MakeCgroupDir(const std::string& path);
+
+// rmdir(path), retrying EBUSY for up to 1 s: a cgroup cannot be removed while it has
+// members, and a child that was just reaped can stay listed briefly while the kernel
+// finishes its exit. `members` names them in the error ("tasks" on v1, "processes" on
+// v2). OK when `path` is gone already; FailedPrecondition for a plain directory with
+// files in it (a fake tree in tests), which is never emptied.
+absl::Status RemoveCgroupDir(const std::string& path, absl::string_view members);
+
+}  // namespace zygo::core::internal
+
+#endif  // ZYGO_CORE_INTERNAL_CGROUP_FS_H_
