@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bench/cold_bench.h"
 #include "cli/run_command.h"
 
 namespace {
@@ -17,6 +18,33 @@ Global flags:
   -h, --help      this text
       --version   print the version
 )";
+
+constexpr char kBenchUsage[] = R"(Usage: zygo bench BENCH [flags]
+
+Benches:
+  cold     a one-shot sandbox from start to finish, against bubblewrap and a bare
+           run (zygo bench cold --help)
+
+warm and load arrive with the supervisor.
+)";
+
+// `argv` starts after the word "bench".
+int BenchCommand(int argc, char** argv) {
+  if (argc == 0) {
+    fputs(kBenchUsage, stderr);
+    return 125;
+  }
+  if (strcmp(argv[0], "-h") == 0 || strcmp(argv[0], "--help") == 0) {
+    fputs(kBenchUsage, stdout);
+    return 0;
+  }
+  if (strcmp(argv[0], "cold") == 0) return zygo::bench::RunColdBench(argc - 1, argv + 1);
+  fprintf(stderr,
+          "zygo bench: unknown bench '%s': only cold exists so far (warm and load arrive "
+          "with the supervisor)\n",
+          argv[0]);
+  return 125;
+}
 
 }  // namespace
 
@@ -45,6 +73,7 @@ int main(int argc, char** argv) {
   if (strcmp(command, "run") == 0) {
     return zygo::cli::RunCommand(argc - i - 1, argv + i + 1, verbose);
   }
+  if (strcmp(command, "bench") == 0) return BenchCommand(argc - i - 1, argv + i + 1);
   fprintf(stderr, "zygo: unknown command '%s' (see zygo --help)\n", command);
   return 125;
 }

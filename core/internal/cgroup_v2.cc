@@ -53,8 +53,8 @@ absl::Status EnableControllers(const std::string& parent_dir) {
   ZYGO_ASSIGN_OR_RETURN(std::string content, sys::ReadFile(path));
   std::vector<std::string> to_enable = MissingControllers(content);
   if (to_enable.empty()) return absl::OkStatus();
-  for (std::string& controller : to_enable) controller.insert(0, "+");
-  const std::string value = absl::StrJoin(to_enable, " ");
+  const std::string value = absl::StrJoin(
+      to_enable, " ", [](std::string* out, const std::string& name) { absl::StrAppend(out, "+", name); });
   absl::Status written = WriteControlFile(path, value, IfMissing::kFail);
   if (sys::ErrnoOf(written) == EBUSY) {
     return absl::FailedPreconditionError(absl::StrCat(
