@@ -70,9 +70,9 @@ absl::StatusOr<std::string> ResolveExecutable(const std::string& path, const cha
 absl::Status CheckWorkloadsExist() {
   for (const Workload& workload : ColdWorkloads()) {
     if (access(workload.argv[0].c_str(), X_OK) != 0) {
-      return base::ErrnoStatus(
-          errno, absl::StrCat("workload '", workload.name, "' cannot run: access(",
-                              workload.argv[0], ", X_OK)"));
+      return base::ErrnoStatus(errno,
+                               absl::StrCat("workload '", workload.name, "' cannot run: access(",
+                                            workload.argv[0], ", X_OK)"));
     }
   }
   return absl::OkStatus();
@@ -81,22 +81,20 @@ absl::Status CheckWorkloadsExist() {
 // One run of one case; a run that does not exit 0 ends the bench, since an average
 // that includes failures measures nothing.
 absl::StatusOr<double> RunOnce(const ColdCase& c, int round, int warmup) {
-  std::string which = round < warmup
-                          ? absl::StrCat("warm-up run ", round + 1)
-                          : absl::StrCat("run ", round - warmup + 1);
+  std::string which = round < warmup ? absl::StrCat("warm-up run ", round + 1)
+                                     : absl::StrCat("run ", round - warmup + 1);
   std::string label = absl::StrCat(which, " of '", c.workload, "' through ", c.variant);
   absl::StatusOr<TimedRun> run = RunTimed(c.command, kRunDeadlineMs);
   if (!run.ok()) {
-    return absl::Status(run.status().code(),
-                        absl::StrCat(label, ": ", run.status().message(),
-                                     "\n  command: ", CommandLine(c.command)));
+    return absl::Status(run.status().code(), absl::StrCat(label, ": ", run.status().message(),
+                                                          "\n  command: ", CommandLine(c.command)));
   }
   if (!WIFEXITED(run->wait_status) || WEXITSTATUS(run->wait_status) != 0) {
-    return absl::AbortedError(absl::StrCat(
-        label, " ", DescribeWaitStatus(run->wait_status),
-        "; a failing run is never averaged in, so the bench stops here.\n"
-        "  Repeat it by hand to see its error: ",
-        CommandLine(c.command)));
+    return absl::AbortedError(
+        absl::StrCat(label, " ", DescribeWaitStatus(run->wait_status),
+                     "; a failing run is never averaged in, so the bench stops here.\n"
+                     "  Repeat it by hand to see its error: ",
+                     CommandLine(c.command)));
   }
   return run->ms;
 }
@@ -159,10 +157,11 @@ std::string BuildMode(const std::string& zygo) {
 
 void PrintPreamble(const ColdOptions& options, const std::string& zygo, size_t case_count) {
   printf("zygo: %s (%s%s)\n", zygo.c_str(), ZygoVersion(zygo).c_str(), BuildMode(zygo).c_str());
-  printf("method: %d runs after %d warm-up of each case, %zu cases taking turns; "
-         "spawn to reap, CLOCK_MONOTONIC; nearest-rank percentiles; image 'host' "
-         "(nothing to pull or flatten, so no first-time cost is included)\n",
-         options.runs, options.warmup, case_count);
+  printf(
+      "method: %d runs after %d warm-up of each case, %zu cases taking turns; "
+      "spawn to reap, CLOCK_MONOTONIC; nearest-rank percentiles; image 'host' "
+      "(nothing to pull or flatten, so no first-time cost is included)\n",
+      options.runs, options.warmup, case_count);
   fflush(stdout);
 }
 
@@ -171,12 +170,15 @@ void PrintDisturbance(const Disturbance& d, int nproc) {
     printf("other work: unknown (no /proc/stat), over %.1f s of runs\n", d.seconds);
     return;
   }
-  printf("other work: %.2f of %d CPUs on average during the %.1f s of runs (host busy "
-         "time less the bench's own processes; includes kernel workers tearing down the "
-         "sandboxes' namespaces)\n", *d.other_cpus, nproc, d.seconds);
+  printf(
+      "other work: %.2f of %d CPUs on average during the %.1f s of runs (host busy "
+      "time less the bench's own processes; includes kernel workers tearing down the "
+      "sandboxes' namespaces)\n",
+      *d.other_cpus, nproc, d.seconds);
   if (*d.other_cpus > kBusyOtherCpus) {
-    printf("note: the host was busy while the bench ran; these numbers say as much about "
-           "the machine as about zygo\n");
+    printf(
+        "note: the host was busy while the bench ran; these numbers say as much about "
+        "the machine as about zygo\n");
   }
 }
 
@@ -199,9 +201,8 @@ absl::Status WriteJson(const std::string& path, const HostInfo& host, const Cold
                                  {"warmup", options.warmup},
                                  {"percentiles", "nearest-rank"},
                                  {"seconds", disturbance.seconds}};
-  json["other_work_cpus"] = disturbance.other_cpus
-                                ? nlohmann::ordered_json(*disturbance.other_cpus)
-                                : nlohmann::ordered_json(nullptr);
+  json["other_work_cpus"] = disturbance.other_cpus ? nlohmann::ordered_json(*disturbance.other_cpus)
+                                                   : nlohmann::ordered_json(nullptr);
   nlohmann::ordered_json body = ResultsToJson(results, bar);
   json["cases"] = body["cases"];
   json["bar"] = body["bar"];
@@ -229,15 +230,19 @@ int RunColdBench(int argc, char** argv) {
   printf("%s\n", HostLine(host).c_str());
   const bool with_peer = !options.no_peer;
   if (with_peer && !host.bwrap_found) {
-    printf("peer: bubblewrap not found at %s, so the peer could not be measured and there "
-           "is no verdict.\n", options.bwrap.c_str());
+    printf(
+        "peer: bubblewrap not found at %s, so the peer could not be measured and there "
+        "is no verdict.\n",
+        options.bwrap.c_str());
     return Fail(absl::NotFoundError(
         "no peer: install bubblewrap, pass --bwrap PATH, or --no-peer to measure zygo and "
         "bare only"));
   }
   if (HostWasBusy(host)) {
-    printf("note: the host was busy before the bench (load %.2f on %d CPUs); these numbers "
-           "say as much about the machine as about zygo\n", host.load[0], host.nproc);
+    printf(
+        "note: the host was busy before the bench (load %.2f on %d CPUs); these numbers "
+        "say as much about the machine as about zygo\n",
+        host.load[0], host.nproc);
   }
   if (absl::Status ok = CheckWorkloadsExist(); !ok.ok()) return Fail(ok);
   absl::StatusOr<std::vector<ColdCase>> cases = BuildColdCases(*zygo, options.bwrap, with_peer);

@@ -33,19 +33,19 @@ TEST(ColdBenchSmoke, ReportsHostWorkloadsVariantsAndAVerdict) {
   if (geteuid() != 0) GTEST_SKIP() << "requires_root: zygo run needs a cgroup of its own";
   const bool have_bwrap = access(kBwrap, X_OK) == 0;
   const std::string json_path = TempFile("cold.json");
-  std::vector<std::string> argv = {ZygoPath(), "bench",  "cold",   "--runs",
-                                   "5",        "--warmup", "1",    "--json", json_path};
+  std::vector<std::string> argv = {ZygoPath(), "bench", "cold",   "--runs", "5",
+                                   "--warmup", "1",     "--json", json_path};
   if (!have_bwrap) argv.push_back("--no-peer");
   RunResult result = RunOnHost(argv);
 
   // 0 (bar met) and 1 (bar not met) are both a bench that worked; which one is a
   // matter of speed and is deliberately not checked.
   ASSERT_TRUE(result.exit_code == 0 || result.exit_code == 1)
-      << "exit " << result.exit_code << "\nstdout:\n" << result.out << "\nstderr:\n"
+      << "exit " << result.exit_code << "\nstdout:\n"
+      << result.out << "\nstderr:\n"
       << result.err;
   const std::string& out = result.out;
-  EXPECT_TRUE(std::regex_search(out, std::regex("(^|\n)host: Linux [^\n]+ nproc [0-9]+")))
-      << out;
+  EXPECT_TRUE(std::regex_search(out, std::regex("(^|\n)host: Linux [^\n]+ nproc [0-9]+"))) << out;
   EXPECT_TRUE(Contains(out, "cgroup ")) << out;
   EXPECT_TRUE(Contains(out, "/bin/true")) << out;
   EXPECT_TRUE(Contains(out, "/usr/bin/python3 -c pass")) << out;
@@ -58,8 +58,7 @@ TEST(ColdBenchSmoke, ReportsHostWorkloadsVariantsAndAVerdict) {
                         "\\([0-9.]+x\\)\n")))
         << out;
   } else {
-    EXPECT_TRUE(Contains(out, "bar: zygo /bin/true p50 <= 1.0x bubblewrap: NOT MEASURED"))
-        << out;
+    EXPECT_TRUE(Contains(out, "bar: zygo /bin/true p50 <= 1.0x bubblewrap: NOT MEASURED")) << out;
   }
 
   std::ifstream file(json_path);

@@ -12,8 +12,8 @@ constexpr int kMaxRuns = 1'000'000;
 absl::StatusOr<int> ParseCount(absl::string_view flag, absl::string_view text, int min) {
   int value = 0;
   if (!absl::SimpleAtoi(text, &value) || value < min || value > kMaxRuns) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        flag, " '", text, "': expected a whole number from ", min, " to ", kMaxRuns));
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " '", text, "': expected a whole number from ", min, " to ", kMaxRuns));
   }
   return value;
 }

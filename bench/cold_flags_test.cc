@@ -24,9 +24,8 @@ TEST(ParseColdFlags, Defaults) {
 }
 
 TEST(ParseColdFlags, SeparateAndJoinedValues) {
-  absl::StatusOr<ColdOptions> options =
-      Parse({"--runs", "5", "--warmup=1", "--zygo", "/z", "--bwrap=/b", "--json", "/o.json",
-             "--no-peer"});
+  absl::StatusOr<ColdOptions> options = Parse({"--runs", "5", "--warmup=1", "--zygo", "/z",
+                                               "--bwrap=/b", "--json", "/o.json", "--no-peer"});
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_EQ(options->runs, 5);
   EXPECT_EQ(options->warmup, 1);

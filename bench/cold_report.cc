@@ -41,9 +41,9 @@ std::string FormatTable(const std::vector<CaseResult>& results) {
   size_t width = 8;
   for (const CaseResult& r : results) width = std::max(width, r.workload.size());
   const int w = static_cast<int>(width);
-  std::string table = absl::StrFormat("%-*s  %-7s %5s %9s %9s %9s %9s %10s %10s\n", w,
-                                      "workload", "variant", "runs", "p50 ms", "p90 ms",
-                                      "p99 ms", "mean ms", "p50/bwrap", "p99/bwrap");
+  std::string table =
+      absl::StrFormat("%-*s  %-7s %5s %9s %9s %9s %9s %10s %10s\n", w, "workload", "variant",
+                      "runs", "p50 ms", "p90 ms", "p99 ms", "mean ms", "p50/bwrap", "p99/bwrap");
   for (const CaseResult& r : results) {
     const CaseResult* peer = FindCase(results, r.workload, kVariantBwrap);
     const Summary& s = r.summary;
@@ -75,8 +75,8 @@ std::string FormatOverheads(const std::vector<CaseResult>& results) {
 
 BarResult JudgeBar(const std::vector<CaseResult>& results, const std::string& why_unmeasured) {
   BarResult bar;
-  std::string head = absl::StrFormat("bar: zygo %s p50 <= %.1fx bubblewrap: ", kBarWorkload,
-                                     kBarMaxRatio);
+  std::string head =
+      absl::StrFormat("bar: zygo %s p50 <= %.1fx bubblewrap: ", kBarWorkload, kBarMaxRatio);
   const CaseResult* zygo = FindCase(results, kBarWorkload, kVariantZygo);
   const CaseResult* peer = FindCase(results, kBarWorkload, kVariantBwrap);
   if (zygo == nullptr || peer == nullptr || peer->summary.p50 <= 0) {
@@ -97,8 +97,7 @@ BarResult JudgeBar(const std::vector<CaseResult>& results, const std::string& wh
   return bar;
 }
 
-nlohmann::ordered_json ResultsToJson(const std::vector<CaseResult>& results,
-                                     const BarResult& bar) {
+nlohmann::ordered_json ResultsToJson(const std::vector<CaseResult>& results, const BarResult& bar) {
   nlohmann::ordered_json cases = nlohmann::ordered_json::array();
   for (const CaseResult& r : results) {
     const Summary& s = r.summary;

@@ -48,8 +48,7 @@ std::string FormatOverheads(const std::vector<CaseResult>& results);
 // says `why_unmeasured`.
 BarResult JudgeBar(const std::vector<CaseResult>& results, const std::string& why_unmeasured);
 
-nlohmann::ordered_json ResultsToJson(const std::vector<CaseResult>& results,
-                                     const BarResult& bar);
+nlohmann::ordered_json ResultsToJson(const std::vector<CaseResult>& results, const BarResult& bar);
 
 }  // namespace zygo::bench
 

@@ -8,8 +8,7 @@
 namespace zygo::bench {
 namespace {
 
-CaseResult Case(const std::string& workload, const std::string& variant, double p50,
-                double p99) {
+CaseResult Case(const std::string& workload, const std::string& variant, double p50, double p99) {
   CaseResult result{workload, variant, {p50, p99}, {}};
   result.summary = *Summarize(result.samples_ms);
   result.summary.p50 = p50;  // fixed values, so the ratios below are exact

@@ -19,9 +19,7 @@ core::Spec DefaultHostSpec(const Workload& workload) {
   return spec;
 }
 
-bool UnderDev(const std::string& path) {
-  return path == "/dev" || absl::StartsWith(path, "/dev/");
-}
+bool UnderDev(const std::string& path) { return path == "/dev" || absl::StartsWith(path, "/dev/"); }
 
 // zygo masks parts of /proc and builds its own /dev; bwrap's --proc and --dev are
 // its equivalents (it does not mask /proc), so only the image's root is mirrored.
@@ -35,14 +33,13 @@ Command BwrapCommand(const std::string& bwrap, const std::vector<std::string>& r
   Command command;
   // --unshare-all only *tries* a user namespace (--unshare-user-try); asking for it
   // outright makes bwrap fail rather than quietly skip one, since zygo always makes one.
-  command.argv = {bwrap, "--unshare-all", "--unshare-user", "--die-with-parent",
-                  "--new-session"};
+  command.argv = {bwrap, "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session"};
   command.argv.insert(command.argv.end(), root_args.begin(), root_args.end());
   for (const char* arg : {"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"}) {
     command.argv.push_back(arg);
   }
-  command.argv.insert(command.argv.end(), {"--hostname", spec.hostname, "--chdir",
-                                           spec.workdir, "--clearenv"});
+  command.argv.insert(command.argv.end(),
+                      {"--hostname", spec.hostname, "--chdir", spec.workdir, "--clearenv"});
   for (const std::string& entry : core::BuildEnvironment(spec)) {
     size_t eq = entry.find('=');
     command.argv.insert(command.argv.end(),
@@ -72,8 +69,8 @@ absl::StatusOr<std::vector<std::string>> BwrapRootArgs() {
     } else if (op.kind == core::MountOpKind::kBind) {
       absl::string_view host_path = op.source;
       if (!absl::ConsumePrefix(&host_path, core::kOldRoot)) continue;  // not from the host
-      args.insert(args.end(), {op.read_only() ? "--ro-bind" : "--bind",
-                               std::string(host_path), op.sandbox_path});
+      args.insert(args.end(), {op.read_only() ? "--ro-bind" : "--bind", std::string(host_path),
+                               op.sandbox_path});
     } else if (op.kind == core::MountOpKind::kTmpfs && op.sandbox_path != "/tmp") {
       args.insert(args.end(), {"--tmpfs", op.sandbox_path});
     }
@@ -84,8 +81,7 @@ absl::StatusOr<std::vector<std::string>> BwrapRootArgs() {
 }
 
 absl::StatusOr<std::vector<ColdCase>> BuildColdCases(const std::string& zygo,
-                                                     const std::string& bwrap,
-                                                     bool with_peer) {
+                                                     const std::string& bwrap, bool with_peer) {
   std::vector<std::string> root_args;
   if (with_peer) {
     ZYGO_ASSIGN_OR_RETURN(root_args, BwrapRootArgs());
@@ -94,14 +90,12 @@ absl::StatusOr<std::vector<ColdCase>> BuildColdCases(const std::string& zygo,
   for (const Workload& workload : ColdWorkloads()) {
     core::Spec spec = DefaultHostSpec(workload);
     Command through_zygo{{zygo, "run", spec.image}};
-    through_zygo.argv.insert(through_zygo.argv.end(), workload.argv.begin(),
-                             workload.argv.end());
+    through_zygo.argv.insert(through_zygo.argv.end(), workload.argv.begin(), workload.argv.end());
     cases.push_back({workload.name, kVariantZygo, through_zygo});
     if (with_peer) {
       cases.push_back({workload.name, kVariantBwrap, BwrapCommand(bwrap, root_args, spec)});
     }
-    Command bare{workload.argv, core::BuildEnvironment(spec), /*inherit_env=*/false,
-                 spec.workdir};
+    Command bare{workload.argv, core::BuildEnvironment(spec), /*inherit_env=*/false, spec.workdir};
     cases.push_back({workload.name, kVariantBare, bare});
   }
   return cases;

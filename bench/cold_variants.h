@@ -41,8 +41,7 @@ absl::StatusOr<std::vector<std::string>> BwrapRootArgs();
 // bare. The sandboxed and bare commands all get zygo's default sandbox environment
 // and working directory; the runners themselves (zygo, bwrap) get the caller's.
 absl::StatusOr<std::vector<ColdCase>> BuildColdCases(const std::string& zygo,
-                                                     const std::string& bwrap,
-                                                     bool with_peer);
+                                                     const std::string& bwrap, bool with_peer);
 
 }  // namespace zygo::bench
 

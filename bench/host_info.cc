@@ -70,8 +70,7 @@ std::string CgroupMode() {
   if (fs.f_type == CGROUP2_SUPER_MAGIC) return "v2";
   if (fs.f_type != TMPFS_MAGIC) return "unknown";
   struct statfs unified;
-  if (statfs("/sys/fs/cgroup/unified", &unified) == 0 &&
-      unified.f_type == CGROUP2_SUPER_MAGIC) {
+  if (statfs("/sys/fs/cgroup/unified", &unified) == 0 && unified.f_type == CGROUP2_SUPER_MAGIC) {
     return "v1 (hybrid)";
   }
   return "v1 (legacy)";
@@ -125,9 +124,9 @@ HostInfo ProbeHost(const std::string& bwrap_path) {
   host.bwrap_found = access(bwrap_path.c_str(), X_OK) == 0;
   if (host.bwrap_found) {
     absl::StatusOr<std::string> version = CaptureStdout({{bwrap_path, "--version"}});
-    host.bwrap_version =
-        version.ok() ? std::string(absl::StripAsciiWhitespace(*version))
-                     : absl::StrCat("version unknown (", version.status().message(), ")");
+    host.bwrap_version = version.ok()
+                             ? std::string(absl::StripAsciiWhitespace(*version))
+                             : absl::StrCat("version unknown (", version.status().message(), ")");
   }
   return host;
 }

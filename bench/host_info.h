@@ -13,16 +13,16 @@
 namespace zygo::bench {
 
 struct HostInfo {
-  std::string kernel;       // uname -r
-  std::string arch;         // uname -m
-  std::string cpu_model;    // /proc/cpuinfo "model name" (or "unknown")
-  int nproc = 0;            // CPUs this process may run on, as nproc(1) counts them
-  double memory_gib = 0;    // MemTotal
-  std::string cgroup_mode;  // "v2", "v1 (hybrid)", "v1 (legacy)" or "unknown"
+  std::string kernel;          // uname -r
+  std::string arch;            // uname -m
+  std::string cpu_model;       // /proc/cpuinfo "model name" (or "unknown")
+  int nproc = 0;               // CPUs this process may run on, as nproc(1) counts them
+  double memory_gib = 0;       // MemTotal
+  std::string cgroup_mode;     // "v2", "v1 (hybrid)", "v1 (legacy)" or "unknown"
   double load[3] = {0, 0, 0};  // /proc/loadavg, read before measuring
   std::string bwrap_path;
-  bool bwrap_found = false;    // executable at bwrap_path
-  std::string bwrap_version;   // `bwrap --version`, or why it could not be read
+  bool bwrap_found = false;   // executable at bwrap_path
+  std::string bwrap_version;  // `bwrap --version`, or why it could not be read
 };
 
 // Reads the host's description; never fails (an unreadable field says "unknown").

@@ -25,10 +25,10 @@ TEST(NearestRankPercentile, OneToHundredGivesTheRankItself) {
 TEST(NearestRankPercentile, RoundsTheRankUpAndNeverInterpolates) {
   // Wikipedia's nearest-rank example: {15, 20, 35, 40, 50}.
   std::vector<double> v = {15, 20, 35, 40, 50};
-  EXPECT_EQ(NearestRankPercentile(v, 5), 15);    // rank ceil(0.25) = 1
-  EXPECT_EQ(NearestRankPercentile(v, 30), 20);   // rank ceil(1.5) = 2
-  EXPECT_EQ(NearestRankPercentile(v, 40), 20);   // rank 2 exactly
-  EXPECT_EQ(NearestRankPercentile(v, 50), 35);   // rank ceil(2.5) = 3
+  EXPECT_EQ(NearestRankPercentile(v, 5), 15);   // rank ceil(0.25) = 1
+  EXPECT_EQ(NearestRankPercentile(v, 30), 20);  // rank ceil(1.5) = 2
+  EXPECT_EQ(NearestRankPercentile(v, 40), 20);  // rank 2 exactly
+  EXPECT_EQ(NearestRankPercentile(v, 50), 35);  // rank ceil(2.5) = 3
   EXPECT_EQ(NearestRankPercentile(v, 100), 50);
 }
 

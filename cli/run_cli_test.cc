@@ -91,8 +91,8 @@ TEST(RunCli, InsideLooksLikeTheSpecSays) {
 TEST(RunCli, DryRunJsonPrintsThePlanAndRunsNothing) {
   std::string marker = std::string(getenv("TEST_TMPDIR")) + "/dry-run-marker";
   RunResult result =
-      RunZygo({"--dry-run", "--json", "-v", std::string(getenv("TEST_TMPDIR")) + ":/work"},
-              "host", {"/bin/touch", "/work/dry-run-marker"});
+      RunZygo({"--dry-run", "--json", "-v", std::string(getenv("TEST_TMPDIR")) + ":/work"}, "host",
+              {"/bin/touch", "/work/dry-run-marker"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_FALSE(std::filesystem::exists(marker));
   auto plan = nlohmann::json::parse(result.out);
@@ -108,9 +108,9 @@ TEST(RunCli, OutcomeHasEveryField) {
   RunResult result = RunZygo({}, "host", {"/bin/true"});
   ASSERT_EQ(result.exit_code, 0);
   auto outcome = nlohmann::json::parse(result.outcome_json);
-  for (const char* key : {"status", "exit_code", "signal", "timed_out", "oom_killed",
-                          "peak_rss_kb", "cpu_user_ms", "cpu_sys_ms", "wall_ms", "timings",
-                          "limits", "cgroup_driver"}) {
+  for (const char* key :
+       {"status", "exit_code", "signal", "timed_out", "oom_killed", "peak_rss_kb", "cpu_user_ms",
+        "cpu_sys_ms", "wall_ms", "timings", "limits", "cgroup_driver"}) {
     EXPECT_TRUE(outcome.contains(key)) << key;
   }
   EXPECT_EQ(outcome["status"], "ok");
@@ -146,9 +146,8 @@ TEST(RunCli, SigtermToZygoReachesTheCommand) {
       }
     }
   });
-  RunResult result = RunZygo(
-      {"--hostname", "zygo-sigterm-marker"}, "host",
-      {"/bin/sh", "-c", "trap 'exit 42' TERM; /bin/sleep 20.0042 & wait"});
+  RunResult result = RunZygo({"--hostname", "zygo-sigterm-marker"}, "host",
+                             {"/bin/sh", "-c", "trap 'exit 42' TERM; /bin/sleep 20.0042 & wait"});
   sender.join();
   EXPECT_EQ(result.exit_code, 42) << result.err;
 }
@@ -195,8 +194,7 @@ TEST(RunCli, RootlessRunsWithAllowUnlimited) {
   EXPECT_EQ(refused.exit_code, 125) << refused.err;
   EXPECT_TRUE(absl::StrContains(refused.err, "--allow-unlimited")) << refused.err;
   RunResult ran = RunZygo({"--allow-unlimited"}, "host",
-                          {"/bin/sh", "-c", "id -u; cat /proc/self/status | grep CapEff"},
-                          options);
+                          {"/bin/sh", "-c", "id -u; cat /proc/self/status | grep CapEff"}, options);
   EXPECT_EQ(ran.exit_code, 0) << ran.err;
   EXPECT_TRUE(absl::StartsWith(ran.out, "0\nCapEff:\t0000000000000000")) << ran.out;
   std::filesystem::remove_all(dir);

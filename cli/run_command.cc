@@ -78,7 +78,8 @@ int RunCommand(int argc, char** argv, bool verbose) {
     return 0;
   }
   absl::StatusOr<core::Outcome> outcome = core::Launch(*plan, cgroups);
-  if (!outcome.ok()) return Report(options, core::SetupErrorOutcome(outcome.status(), plan_ms), false);
+  if (!outcome.ok())
+    return Report(options, core::SetupErrorOutcome(outcome.status(), plan_ms), false);
   outcome->plan_ms = plan_ms;
   return Report(options, *outcome, verbose);
 }

@@ -160,8 +160,8 @@ absl::StatusOr<RunOptions> ParseRunFlags(int argc, char** argv) {
   optind = 0;
   opterr = 0;
   int option;
-  while ((option = getopt_long(static_cast<int>(args.size() - 1), args.data(),
-                               "+e:w:v:m:u:h", kOptions, nullptr)) != -1) {
+  while ((option = getopt_long(static_cast<int>(args.size() - 1), args.data(), "+e:w:v:m:u:h",
+                               kOptions, nullptr)) != -1) {
     if (option == '?' || option == ':') {
       std::string flag = optopt != 0 ? absl::StrCat("-", std::string(1, static_cast<char>(optopt)))
                                      : std::string(args[optind - 1]);

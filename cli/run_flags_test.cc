@@ -15,9 +15,10 @@ absl::StatusOr<RunOptions> Parse(std::vector<std::string> args) {
 }
 
 TEST(ParseRunFlags, DockerWordsAndStopAtImage) {
-  auto options = Parse({"-e", "A=1", "--env", "B=2", "-w", "/tmp", "-v", "/src:/dst:ro", "-m",
-                        "512m", "--cpus", "0.5", "--pids-limit", "64", "--timeout", "30s",
-                        "--hostname", "box", "-u", "1000:100", "host", "ls", "-v", "--timeout"});
+  auto options = Parse(
+      {"-e",   "A=1",      "--env", "B=2",          "-w", "/tmp",      "-v",  "/src:/dst:ro", "-m",
+       "512m", "--cpus",   "0.5",   "--pids-limit", "64", "--timeout", "30s", "--hostname",   "box",
+       "-u",   "1000:100", "host",  "ls",           "-v", "--timeout"});
   ASSERT_TRUE(options.ok()) << options.status();
   const core::Spec& spec = options->spec;
   EXPECT_EQ(spec.env, (std::vector<std::string>{"A=1", "B=2"}));

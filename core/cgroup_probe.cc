@@ -13,16 +13,14 @@
 
 namespace zygo::core {
 
-absl::StatusOr<std::unique_ptr<CgroupDriver>> ProbeCgroupDriver(
-    const CgroupProbeOptions& options) {
+absl::StatusOr<std::unique_ptr<CgroupDriver>> ProbeCgroupDriver(const CgroupProbeOptions& options) {
   // v2 first: on a pure v2 host there are no v1 hierarchies to fall back to, and on a
   // hybrid host (v1 controllers plus a v2 mount at <root>/unified) the root is a tmpfs.
   if (internal::IsCgroup2Root(options.mount_root)) {
     absl::StatusOr<std::string> parent = internal::ResolveV2Parent(options);
     if (!parent.ok()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("cgroup v2 at ", options.mount_root, " is unusable: ",
-                       parent.status().message()));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "cgroup v2 at ", options.mount_root, " is unusable: ", parent.status().message()));
     }
     return std::unique_ptr<CgroupDriver>(
         std::make_unique<internal::CgroupV2Driver>(*std::move(parent), options.name_prefix));

@@ -1,5 +1,7 @@
 // The cgroup v1 driver: unit tests against a fake tree in $TEST_TMPDIR, then real
 // cgroups on this host (root, v1 hierarchies) where children try to exceed the limits.
+#include "core/internal/cgroup_v1.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -26,7 +28,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "core/cgroup.h"
-#include "core/internal/cgroup_v1.h"
+#include "core/internal/cgroup_test_files.h"
 #include "gtest/gtest.h"
 
 namespace zygo::core {
@@ -34,18 +36,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string ReadAll(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream content;
-  content << in.rdbuf();
-  return content.str();
-}
-
-void WriteAll(const fs::path& path, const std::string& content) {
-  std::ofstream out(path, std::ios::trunc);
-  out << content;
-  ASSERT_TRUE(out.good()) << path;
-}
+using testing::ReadAll;
+using testing::WriteAll;
 
 // ---------------------------------------------------------------------------------
 // Fake tree: the layout of a host with cpu and cpuacct co-mounted, as many distros do.
@@ -53,12 +45,8 @@ void WriteAll(const fs::path& path, const std::string& content) {
 class FakeCgroupV1Tree : public ::testing::Test {
  protected:
   void SetUp() override {
-    const char* tmp = std::getenv("TEST_TMPDIR");
-    base_ = fs::path(tmp != nullptr ? tmp : "/tmp") /
-            absl::StrCat("cgroup_v1_test-", ::getpid(), "-",
-                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    base_ = testing::FreshScratchDir("cgroup_v1_test");
     root_ = base_ / "root";
-    fs::remove_all(base_);
     MakeHierarchy("memory");
     fs::create_directories(root_ / "memory" / "machine" / "abc");
     MakeHierarchy("pids");
@@ -94,8 +82,7 @@ TEST_F(FakeCgroupV1Tree, ProbePicksV1AndFindsTheOwnCgroups) {
   ASSERT_NE(driver, nullptr);
   EXPECT_EQ(driver->version(), CgroupVersion::kV1);
   EXPECT_STREQ(driver->name(), "v1");
-  const internal::V1Layout& layout =
-      dynamic_cast<internal::CgroupV1Driver&>(*driver).layout();
+  const internal::V1Layout& layout = dynamic_cast<internal::CgroupV1Driver&>(*driver).layout();
   EXPECT_EQ(layout.memory.parent_dir, (root_ / "memory" / "machine" / "abc").string());
   EXPECT_EQ(layout.pids.parent_dir, (root_ / "pids").string());
   EXPECT_EQ(layout.cpu.parent_dir, (root_ / "cpu").string());
@@ -282,8 +269,7 @@ struct ChildResult {
 };
 
 int TouchMemory(int64_t bytes) {
-  void* mapped = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                      -1, 0);
+  void* mapped = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (mapped == MAP_FAILED) return 2;
   for (int64_t offset = 0; offset < bytes; offset += 4096) {
     static_cast<volatile char*>(mapped)[offset] = 1;
@@ -409,8 +395,7 @@ std::string DirEndingIn(const std::vector<std::string>& paths, const std::string
 }
 
 TEST_F(HostCgroupV1, LimitsReachTheKernelsFiles) {
-  std::unique_ptr<Cgroup> cgroup =
-      Create({.memory_bytes = 16 << 20, .pids_max = 5, .cpus = 0.5});
+  std::unique_ptr<Cgroup> cgroup = Create({.memory_bytes = 16 << 20, .pids_max = 5, .cpus = 0.5});
   ASSERT_NE(cgroup, nullptr);
   const std::vector<std::string> paths = cgroup->paths();
   const fs::path memory = DirEndingIn(paths, "memory");
@@ -418,8 +403,8 @@ TEST_F(HostCgroupV1, LimitsReachTheKernelsFiles) {
   const fs::path cpu = DirEndingIn(paths, "cpu");
   ASSERT_FALSE(memory.empty() || pids.empty() || cpu.empty()) << absl::StrJoin(paths, " ");
   for (const std::string& path : paths) {
-    EXPECT_TRUE(absl::StartsWith(fs::path(path).filename().string(),
-                                 absl::StrCat("zygo-", getpid(), "-")))
+    EXPECT_TRUE(
+        absl::StartsWith(fs::path(path).filename().string(), absl::StrCat("zygo-", getpid(), "-")))
         << path;
   }
   EXPECT_EQ(ReadAll(memory / "memory.limit_in_bytes"), "16777216\n");

@@ -1,5 +1,7 @@
 // Unit tests of the cgroup v2 driver against a fake cgroup2 tree in $TEST_TMPDIR: the
 // probe's choice, the limit files' formats, usage parsing and /proc/self/cgroup parsing.
+#include "core/internal/cgroup_v2.h"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,7 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/cgroup.h"
-#include "core/internal/cgroup_v2.h"
+#include "core/internal/cgroup_test_files.h"
 #include "gtest/gtest.h"
 
 namespace zygo::core {
@@ -20,29 +22,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string ReadAll(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream content;
-  content << in.rdbuf();
-  return content.str();
-}
-
-void WriteAll(const fs::path& path, const std::string& content) {
-  std::ofstream out(path, std::ios::trunc);
-  out << content;
-  ASSERT_TRUE(out.good()) << path;
-}
+using testing::ReadAll;
+using testing::WriteAll;
 
 class FakeCgroup2Tree : public ::testing::Test {
  protected:
   void SetUp() override {
-    const char* tmp = std::getenv("TEST_TMPDIR");
-    base_ = fs::path(tmp != nullptr ? tmp : "/tmp") /
-            absl::StrCat("cgroup_v2_test-", ::getpid(), "-",
-                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    base_ = testing::FreshScratchDir("cgroup_v2_test");
     root_ = base_ / "root";
     own_ = root_ / "work.slice";
-    fs::remove_all(base_);
     fs::create_directories(own_);
     WriteAll(root_ / "cgroup.controllers", "cpuset cpu io memory hugetlb pids rdma misc\n");
     WriteAll(own_ / "cgroup.controllers", "cpu memory pids\n");
@@ -86,8 +74,7 @@ TEST_F(FakeCgroup2Tree, ProbeNamesTheMissingControllers) {
   absl::StatusOr<std::unique_ptr<CgroupDriver>> driver = ProbeCgroupDriver(options_);
   ASSERT_FALSE(driver.ok());
   EXPECT_EQ(driver.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_TRUE(absl::StrContains(driver.status().message(), "lacks pids, cpu"))
-      << driver.status();
+  EXPECT_TRUE(absl::StrContains(driver.status().message(), "lacks pids, cpu")) << driver.status();
   EXPECT_TRUE(absl::StrContains(driver.status().message(), own_.string())) << driver.status();
 }
 
@@ -189,8 +176,7 @@ TEST_F(FakeCgroup2Tree, ReadUsageParsesTheEventFiles) {
   ASSERT_TRUE(cgroup.ok()) << cgroup.status();
   cgroup_ = *std::move(cgroup);
   const fs::path dir = cgroup_->paths()[0];
-  WriteAll(dir / "memory.events",
-           "low 0\nhigh 0\nmax 12\noom 3\noom_kill 2\noom_group_kill 0\n");
+  WriteAll(dir / "memory.events", "low 0\nhigh 0\nmax 12\noom 3\noom_kill 2\noom_group_kill 0\n");
   WriteAll(dir / "pids.events", "max 7\n");
   WriteAll(dir / "cpu.stat",
            "usage_usec 1500\nuser_usec 1000\nsystem_usec 500\nnr_periods 4\n"

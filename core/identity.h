@@ -13,7 +13,7 @@
 namespace zygo::core {
 
 struct IdentityPlan {
-  uint32_t uid = 0;       // inside the sandbox
+  uint32_t uid = 0;  // inside the sandbox
   uint32_t gid = 0;
   uint32_t host_uid = 0;  // what uid/gid map to outside: the caller's own ids
   uint32_t host_gid = 0;

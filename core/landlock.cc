@@ -11,8 +11,8 @@ namespace {
 
 // Debian 12's kernel headers stop at ABI 2; later bits are spelled out here
 // (Documentation/userspace-api/landlock.rst).
-constexpr uint64_t kFsTruncate = 1ULL << 14;  // ABI 3
-constexpr uint64_t kFsIoctlDev = 1ULL << 15;  // ABI 5
+constexpr uint64_t kFsTruncate = 1ULL << 14;              // ABI 3
+constexpr uint64_t kFsIoctlDev = 1ULL << 15;              // ABI 5
 constexpr uint64_t kScopeAbstractUnixSocket = 1ULL << 0;  // ABI 6
 constexpr uint64_t kScopeSignal = 1ULL << 1;              // ABI 6
 
@@ -53,8 +53,8 @@ LandlockPlan BuildLandlockPlan(int abi, const std::vector<std::string>& writable
   plan.rules.push_back({"/", kReadExecute});
   // Device nodes: writing /dev/null (with O_TRUNC, as a shell's `>` does) and terminal
   // ioctls. /dev itself is a read-only tmpfs, so nothing can be created there.
-  uint64_t dev_access = LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE |
-                        LANDLOCK_ACCESS_FS_READ_DIR;
+  uint64_t dev_access =
+      LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
   if (abi >= 3) dev_access |= kFsTruncate;
   if (abi >= 5) dev_access |= kFsIoctlDev;
   plan.rules.push_back({"/dev", dev_access});

@@ -186,9 +186,15 @@ class Run {
     std::vector<int> tasks_fds;
     for (const UniqueFd& fd : tasks_files_) tasks_fds.push_back(fd.get());
     tasks_fds.push_back(-1);
-    SandboxChildArgs child = {&plan_, go_read_.get(), report_write_.get(), tasks_fds.data(),
-                              plan_.spec.hostname.c_str(), plan_.spec.workdir.c_str(),
-                              exec_.argv.data(), exec_.envp.data(), exec_.candidates.data(),
+    SandboxChildArgs child = {&plan_,
+                              go_read_.get(),
+                              report_write_.get(),
+                              tasks_fds.data(),
+                              plan_.spec.hostname.c_str(),
+                              plan_.spec.workdir.c_str(),
+                              exec_.argv.data(),
+                              exec_.envp.data(),
+                              exec_.candidates.data(),
                               close_fds};
     long pid = base::sys::RawClone3(&args);
     if (pid == 0) RunSandboxChild(child);

@@ -21,27 +21,25 @@ constexpr unsigned long long kWritableAttrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOD
 
 // What the built-in `host` image takes from the host, read-only. Missing entries are
 // skipped; symlinks (merged /usr) are recreated as symlinks.
-constexpr const char* kHostTopLevel[] = {"/usr", "/bin", "/sbin", "/lib",
+constexpr const char* kHostTopLevel[] = {"/usr",   "/bin",   "/sbin",  "/lib",
                                          "/lib32", "/lib64", "/libx32"};
 constexpr const char* kHostEtc[] = {
-    "/etc/passwd",      "/etc/group",      "/etc/hosts",          "/etc/nsswitch.conf",
-    "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",   "/etc/localtime",
-    "/etc/alternatives", "/etc/ssl",       "/etc/ca-certificates", "/etc/mime.types",
+    "/etc/passwd",       "/etc/group",      "/etc/hosts",           "/etc/nsswitch.conf",
+    "/etc/ld.so.cache",  "/etc/ld.so.conf", "/etc/ld.so.conf.d",    "/etc/localtime",
+    "/etc/alternatives", "/etc/ssl",        "/etc/ca-certificates", "/etc/mime.types",
 };
 
 // The OCI runtime spec's default masked and read-only /proc paths.
 constexpr const char* kMaskedProcPaths[] = {
-    "/proc/acpi",        "/proc/asound",      "/proc/kcore",       "/proc/keys",
-    "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
-    "/proc/scsi",
+    "/proc/acpi",        "/proc/asound",        "/proc/kcore",
+    "/proc/keys",        "/proc/latency_stats", "/proc/timer_list",
+    "/proc/timer_stats", "/proc/sched_debug",   "/proc/scsi",
 };
-constexpr const char* kReadOnlyProcPaths[] = {"/proc/bus", "/proc/fs", "/proc/irq",
-                                              "/proc/sys", "/proc/sysrq-trigger"};
+constexpr const char* kReadOnlyProcPaths[] = {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys",
+                                              "/proc/sysrq-trigger"};
 constexpr const char* kDevices[] = {"null", "zero", "full", "random", "urandom", "tty"};
 
-std::string Staged(absl::string_view sandbox_path) {
-  return absl::StrCat(kNewRoot, sandbox_path);
-}
+std::string Staged(absl::string_view sandbox_path) { return absl::StrCat(kNewRoot, sandbox_path); }
 std::string OnHost(absl::string_view host_path) { return absl::StrCat(kOldRoot, host_path); }
 
 // Accumulates ops, creating mountpoints on the tmpfs root as needed.
@@ -126,9 +124,9 @@ absl::StatusOr<ImageRoot> ResolveImage(absl::string_view image) {
     }
     return ImageRoot{false, resolved};
   }
-  return absl::NotFoundError(absl::StrCat(
-      "image '", image, "' not found: use 'host' or 'dir:/absolute/path' "
-      "(registry images arrive with `zygo pull`)"));
+  return absl::NotFoundError(absl::StrCat("image '", image,
+                                          "' not found: use 'host' or 'dir:/absolute/path' "
+                                          "(registry images arrive with `zygo pull`)"));
 }
 
 void AddHostImage(PlanWriter& w) {
@@ -170,9 +168,9 @@ absl::Status EnsureMountpoint(PlanWriter& w, const ImageRoot& root, absl::string
     std::string in_image = absl::StrCat(root.dir, path);
     struct stat st;
     if (lstat(in_image.c_str(), &st) != 0 || S_ISDIR(st.st_mode) != is_dir) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "mountpoint ", path, " must exist as a ", is_dir ? "directory" : "file",
-          " in the image (", in_image, ")"));
+      return absl::FailedPreconditionError(absl::StrCat("mountpoint ", path, " must exist as a ",
+                                                        is_dir ? "directory" : "file",
+                                                        " in the image (", in_image, ")"));
     }
     return absl::OkStatus();
   }
@@ -185,9 +183,9 @@ absl::Status EnsureMountpoint(PlanWriter& w, const ImageRoot& root, absl::string
     struct stat st;
     std::string host_path(path);
     if (stat(host_path.c_str(), &st) != 0 || S_ISDIR(st.st_mode) != is_dir) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "mountpoint ", path, " lies inside the read-only host directory ", parent,
-          " and does not exist there as a ", is_dir ? "directory" : "file"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("mountpoint ", path, " lies inside the read-only host directory ", parent,
+                       " and does not exist there as a ", is_dir ? "directory" : "file"));
     }
     return absl::OkStatus();
   }
@@ -255,8 +253,7 @@ absl::Status CheckSandboxPath(absl::string_view path, absl::string_view what) {
   return absl::OkStatus();
 }
 
-absl::Status AddVolumes(PlanWriter& w, const ImageRoot& root, const Spec& spec,
-                        MountPlan* plan) {
+absl::Status AddVolumes(PlanWriter& w, const ImageRoot& root, const Spec& spec, MountPlan* plan) {
   for (const VolumeSpec& volume : spec.volumes) {
     ZYGO_RETURN_IF_ERROR(CheckSandboxPath(volume.destination, "volume destination"));
     char resolved[PATH_MAX];
@@ -273,8 +270,8 @@ absl::Status AddVolumes(PlanWriter& w, const ImageRoot& root, const Spec& spec,
     }
     bool is_dir = S_ISDIR(st.st_mode);
     if (!is_dir && !S_ISREG(st.st_mode)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "volume source ", volume.source, " must be a directory or a regular file"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("volume source ", volume.source, " must be a directory or a regular file"));
     }
     ZYGO_RETURN_IF_ERROR(EnsureMountpoint(w, root, volume.destination, is_dir));
     w.Bind(OnHost(resolved), volume.destination,
@@ -286,8 +283,9 @@ absl::Status AddVolumes(PlanWriter& w, const ImageRoot& root, const Spec& spec,
 
 }  // namespace
 
-bool MountOp::read_only() const { return (attr_set & MOUNT_ATTR_RDONLY) != 0 ||
-                                         (flags & MS_RDONLY) != 0; }
+bool MountOp::read_only() const {
+  return (attr_set & MOUNT_ATTR_RDONLY) != 0 || (flags & MS_RDONLY) != 0;
+}
 
 absl::StatusOr<MountPlan> BuildMountPlan(const Spec& spec) {
   ZYGO_ASSIGN_OR_RETURN(ImageRoot root, ResolveImage(spec.image));

@@ -31,10 +31,10 @@ enum class MountOpKind {
 
 struct MountOp {
   MountOpKind kind;
-  std::string source;         // as the child sees it during the build
-  std::string target;         // as the child sees it during the build (under kNewRoot)
-  std::string sandbox_path;   // the same target as the sandboxed program sees it
-  std::string data;           // tmpfs options
+  std::string source;               // as the child sees it during the build
+  std::string target;               // as the child sees it during the build (under kNewRoot)
+  std::string sandbox_path;         // the same target as the sandboxed program sees it
+  std::string data;                 // tmpfs options
   unsigned long flags = 0;          // MS_* flags for kTmpfs and kProc
   unsigned long long attr_set = 0;  // MOUNT_ATTR_* set after a kBind or by kReadOnly
   bool recursive = true;            // kBind/kReadOnly: include submounts

@@ -19,13 +19,20 @@ double Round2(double ms) { return std::round(ms * 100) / 100; }
 
 const char* OutcomeStatusName(OutcomeStatus status) {
   switch (status) {
-    case OutcomeStatus::kOk: return "ok";
-    case OutcomeStatus::kNonzeroExit: return "nonzero_exit";
-    case OutcomeStatus::kSignaled: return "signaled";
-    case OutcomeStatus::kTimeout: return "timeout";
-    case OutcomeStatus::kOom: return "oom";
-    case OutcomeStatus::kPidsLimit: return "pids_limit";
-    case OutcomeStatus::kSetupError: return "setup_error";
+    case OutcomeStatus::kOk:
+      return "ok";
+    case OutcomeStatus::kNonzeroExit:
+      return "nonzero_exit";
+    case OutcomeStatus::kSignaled:
+      return "signaled";
+    case OutcomeStatus::kTimeout:
+      return "timeout";
+    case OutcomeStatus::kOom:
+      return "oom";
+    case OutcomeStatus::kPidsLimit:
+      return "pids_limit";
+    case OutcomeStatus::kSetupError:
+      return "setup_error";
   }
   return "unknown";
 }
@@ -70,8 +77,8 @@ absl::Status WriteOutcomeFile(const std::string& path, const Outcome& outcome) {
   int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return base::ErrnoStatus(errno, absl::StrCat("open(", temp, ")"));
   std::string json = OutcomeToJson(outcome);
-  bool written = write(fd, json.data(), json.size()) == static_cast<ssize_t>(json.size()) &&
-                 fsync(fd) == 0;
+  bool written =
+      write(fd, json.data(), json.size()) == static_cast<ssize_t>(json.size()) && fsync(fd) == 0;
   int err = errno;
   close(fd);
   if (!written || rename(temp.c_str(), path.c_str()) != 0) {

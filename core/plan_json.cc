@@ -11,13 +11,20 @@ using Json = nlohmann::ordered_json;
 
 const char* KindName(MountOpKind kind) {
   switch (kind) {
-    case MountOpKind::kMkdir: return "mkdir";
-    case MountOpKind::kTouch: return "file";
-    case MountOpKind::kSymlink: return "symlink";
-    case MountOpKind::kBind: return "bind";
-    case MountOpKind::kTmpfs: return "tmpfs";
-    case MountOpKind::kProc: return "proc";
-    case MountOpKind::kReadOnly: return "remount-ro";
+    case MountOpKind::kMkdir:
+      return "mkdir";
+    case MountOpKind::kTouch:
+      return "file";
+    case MountOpKind::kSymlink:
+      return "symlink";
+    case MountOpKind::kBind:
+      return "bind";
+    case MountOpKind::kTmpfs:
+      return "tmpfs";
+    case MountOpKind::kProc:
+      return "proc";
+    case MountOpKind::kReadOnly:
+      return "remount-ro";
   }
   return "?";
 }
@@ -47,10 +54,10 @@ Json MountsJson(const MountPlan& mounts) {
 
 Json NamespacesJson(uint64_t flags) {
   Json names = Json::array();
-  const std::pair<uint64_t, const char*> all[] = {
-      {CLONE_NEWUSER, "user"}, {CLONE_NEWPID, "pid"},   {CLONE_NEWNS, "mount"},
-      {CLONE_NEWNET, "net"},   {CLONE_NEWIPC, "ipc"},   {CLONE_NEWUTS, "uts"},
-      {CLONE_NEWCGROUP, "cgroup"}};
+  const std::pair<uint64_t, const char*> all[] = {{CLONE_NEWUSER, "user"},    {CLONE_NEWPID, "pid"},
+                                                  {CLONE_NEWNS, "mount"},     {CLONE_NEWNET, "net"},
+                                                  {CLONE_NEWIPC, "ipc"},      {CLONE_NEWUTS, "uts"},
+                                                  {CLONE_NEWCGROUP, "cgroup"}};
   for (const auto& [flag, name] : all) {
     if (flags & flag) names.push_back(name);
   }
@@ -74,8 +81,11 @@ std::string PlanToJson(const Plan& plan, const std::string& cgroup_driver) {
       {"env", plan.env},
       {"workdir", spec.workdir},
       {"hostname", spec.hostname},
-      {"user", {{"uid", plan.identity.uid}, {"gid", plan.identity.gid},
-                {"host_uid", plan.identity.host_uid}, {"host_gid", plan.identity.host_gid}}},
+      {"user",
+       {{"uid", plan.identity.uid},
+        {"gid", plan.identity.gid},
+        {"host_uid", plan.identity.host_uid},
+        {"host_gid", plan.identity.host_gid}}},
       {"namespaces", NamespacesJson(plan.namespaces)},
       {"network", spec.allow_host_net ? "host (--allow-host-net)" : "loopback only"},
       {"mounts", MountsJson(plan.mounts)},

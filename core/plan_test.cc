@@ -51,8 +51,8 @@ TEST(BuildPlan, EnvironmentIsTheImagesAndTheFlagsOnly) {
   spec.env = {"A=1", "PATH=/custom/bin"};
   auto plan = BuildPlan(spec);
   ASSERT_TRUE(plan.ok());
-  EXPECT_EQ(plan->env, (std::vector<std::string>{"PATH=/custom/bin", "HOME=/tmp",
-                                                  "HOSTNAME=zygo", "A=1"}));
+  EXPECT_EQ(plan->env,
+            (std::vector<std::string>{"PATH=/custom/bin", "HOME=/tmp", "HOSTNAME=zygo", "A=1"}));
   EXPECT_EQ(plan->exec_candidates, (std::vector<std::string>{"/custom/bin/true"}));
 }
 
@@ -77,10 +77,22 @@ TEST(BuildPlan, RejectsBadSpecsBeforeAnythingRuns) {
            {[](Spec& s) { s.workdir = "relative"; }, "workdir"},
            {[](Spec& s) { s.env = {"NOVALUE"}; }, "KEY=VALUE"},
            {[](Spec& s) { s.hostname = "bad host"; }, "hostname"},
-           {[](Spec& s) { s.volumes = {{"/no/such/source", "/data", false}}; }, "/no/such/source"},
-           {[](Spec& s) { s.volumes = {{"/tmp", "/proc/x", false}}; }, "may not be"},
-           {[](Spec& s) { s.volumes = {{"/tmp", "relative", false}}; }, "clean absolute"},
-           {[](Spec& s) { s.volumes = {{"/tmp", "/usr/zygo-not-there", false}}; }, "read-only host"},
+           {[](Spec& s) {
+              s.volumes = {{"/no/such/source", "/data", false}};
+            },
+            "/no/such/source"},
+           {[](Spec& s) {
+              s.volumes = {{"/tmp", "/proc/x", false}};
+            },
+            "may not be"},
+           {[](Spec& s) {
+              s.volumes = {{"/tmp", "relative", false}};
+            },
+            "clean absolute"},
+           {[](Spec& s) {
+              s.volumes = {{"/tmp", "/usr/zygo-not-there", false}};
+            },
+            "read-only host"},
            {[](Spec& s) { s.memory_bytes = 1024; }, "at least 4m"},
        }) {
     Spec spec = HostSpec();
@@ -121,8 +133,7 @@ TEST(BuildPlan, ReadWriteVolumesAreTheOnlyExtraWritablePlaces) {
   spec.volumes = {{src, "/data", false}, {src, "/ro", true}};
   auto plan = BuildPlan(spec);
   ASSERT_TRUE(plan.ok()) << plan.status();
-  EXPECT_EQ(plan->mounts.writable_paths,
-            (std::vector<std::string>{"/tmp", "/dev/shm", "/data"}));
+  EXPECT_EQ(plan->mounts.writable_paths, (std::vector<std::string>{"/tmp", "/dev/shm", "/data"}));
   EXPECT_TRUE(FindOp(*plan, MountOpKind::kBind, "/ro")->read_only());
   EXPECT_FALSE(FindOp(*plan, MountOpKind::kBind, "/data")->read_only());
 }

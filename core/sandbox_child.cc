@@ -24,8 +24,7 @@ namespace {
 using base::ChildRecordKind;
 
 [[noreturn]] void Fail(const SandboxChildArgs& args, const ChildFailure& failure) {
-  base::FailChildStep(args.report_fd, static_cast<int>(failure.step), failure.err,
-                      failure.detail);
+  base::FailChildStep(args.report_fd, static_cast<int>(failure.step), failure.err, failure.detail);
 }
 
 void FailIf(const SandboxChildArgs& args, const ChildFailure& failure) {
@@ -64,8 +63,7 @@ void SetUpSandbox(const SandboxChildArgs& args) {
     FailIfErrno(args, LaunchStep::kCgroupNamespace, unshare(CLONE_NEWCGROUP) != 0);
   }
   FailIf(args, BuildRootInChild(plan.mounts));
-  FailIfErrno(args, LaunchStep::kHostname,
-              sethostname(args.hostname, strlen(args.hostname)) != 0);
+  FailIfErrno(args, LaunchStep::kHostname, sethostname(args.hostname, strlen(args.hostname)) != 0);
   FailIf(args, ApplyRlimitsInChild(plan.rlimits));
   FailIfErrno(args, LaunchStep::kWorkdir, chdir(args.workdir) != 0);
   FailIf(args, SetIdsInChild(plan.identity));

@@ -11,17 +11,17 @@ namespace zygo::core {
 
 struct SandboxChildArgs {
   const Plan* plan;
-  int go_fd;        // read end: one byte once the parent wrote id maps and the cgroup
-  int report_fd;    // write end for ChildRecords (CLOEXEC)
+  int go_fd;      // read end: one byte once the parent wrote id maps and the cgroup
+  int report_fd;  // write end for ChildRecords (CLOEXEC)
   // v1: the `tasks` files of the sandbox's cgroups, -1-terminated (empty on v2 or
   // without a cgroup). The child writes itself in, then joins a cgroup namespace.
   const int* cgroup_tasks_fds;
   const char* hostname;
   const char* workdir;
-  char* const* argv;               // NULL-terminated
-  char* const* envp;               // NULL-terminated
-  const char* const* candidates;   // NULL-terminated exec paths for argv[0]
-  const int* close_fds;            // the parent's fds to close first, -1-terminated
+  char* const* argv;              // NULL-terminated
+  char* const* envp;              // NULL-terminated
+  const char* const* candidates;  // NULL-terminated exec paths for argv[0]
+  const int* close_fds;           // the parent's fds to close first, -1-terminated
 };
 
 [[noreturn]] void RunSandboxChild(const SandboxChildArgs& args);

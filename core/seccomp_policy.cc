@@ -21,6 +21,7 @@ namespace {
 // Close to Docker's default profile, minus everything that reaches the host kernel's
 // riskier surfaces: mount APIs, namespaces, keyrings, bpf, perf, io_uring,
 // userfaultfd, ptrace, handles, modules, kexec, reboot, clock and hostname setters.
+// clang-format off
 constexpr const char* kAllowedSyscalls[] = {
     "accept", "accept4", "access", "alarm", "arch_prctl", "bind", "brk", "capget",
     "capset", "chdir", "chmod", "chown", "clock_getres", "clock_gettime",
@@ -67,13 +68,15 @@ constexpr const char* kAllowedSyscalls[] = {
     "truncate", "umask", "uname", "unlink", "unlinkat", "utime", "utimensat", "utimes",
     "vfork", "vmsplice", "wait4", "waitid", "write", "writev",
 };
+// clang-format on
 
 // Named in --dry-run so a reader sees what the allowlist leaves out.
 constexpr const char* kDeniedExamples[] = {
-    "mount", "umount2", "pivot_root", "chroot", "unshare", "setns", "clone3 (ENOSYS)",
-    "keyctl", "add_key", "bpf", "perf_event_open", "io_uring_setup", "userfaultfd",
-    "ptrace", "open_by_handle_at", "kexec_load", "finit_module", "reboot",
-    "process_vm_readv", "sethostname", "fsopen", "move_mount",
+    "mount",           "umount2",         "pivot_root",  "chroot",           "unshare",
+    "setns",           "clone3 (ENOSYS)", "keyctl",      "add_key",          "bpf",
+    "perf_event_open", "io_uring_setup",  "userfaultfd", "ptrace",           "open_by_handle_at",
+    "kexec_load",      "finit_module",    "reboot",      "process_vm_readv", "sethostname",
+    "fsopen",          "move_mount",
 };
 
 constexpr uint64_t kNamespaceCloneFlags = CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS |
@@ -86,8 +89,7 @@ struct ContextDeleter {
 using Context = std::unique_ptr<void, ContextDeleter>;
 
 absl::Status Check(int rc, absl::string_view what) {
-  return rc < 0 ? base::ErrnoStatus(-rc, absl::StrCat("libseccomp ", what))
-                : absl::OkStatus();
+  return rc < 0 ? base::ErrnoStatus(-rc, absl::StrCat("libseccomp ", what)) : absl::OkStatus();
 }
 
 // seccomp_export_bpf writes to an fd (libseccomp 2.5 has no in-memory export).
@@ -111,9 +113,9 @@ absl::StatusOr<std::vector<struct sock_filter>> BuildAllowlist(int* allowed) {
   if (!ctx) return absl::InternalError("seccomp_init failed");
   // Only the native ABI is in the filter: i386 (int 0x80) and x32 calls are a bad
   // architecture and kill the process.
-  ZYGO_RETURN_IF_ERROR(Check(
-      seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS),
-      "set bad-arch action"));
+  ZYGO_RETURN_IF_ERROR(
+      Check(seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS),
+            "set bad-arch action"));
   // A binary tree of syscall numbers instead of a linear scan: every syscall the
   // sandboxed program makes walks this filter.
   ZYGO_RETURN_IF_ERROR(
@@ -127,12 +129,11 @@ absl::StatusOr<std::vector<struct sock_filter>> BuildAllowlist(int* allowed) {
   }
   // clone without namespace flags (fork, threads); clone3 says ENOSYS because its
   // flags live in memory a filter cannot read, and libc then falls back to clone.
-  ZYGO_RETURN_IF_ERROR(Check(
-      seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
-                       SCMP_A0(SCMP_CMP_MASKED_EQ, kNamespaceCloneFlags, 0)),
-      "clone"));
-  ZYGO_RETURN_IF_ERROR(Check(
-      seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0), "clone3"));
+  ZYGO_RETURN_IF_ERROR(Check(seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
+                                              SCMP_A0(SCMP_CMP_MASKED_EQ, kNamespaceCloneFlags, 0)),
+                             "clone"));
+  ZYGO_RETURN_IF_ERROR(
+      Check(seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0), "clone3"));
   *allowed += 2;
   return Export(ctx.get());
 }
@@ -142,12 +143,12 @@ absl::StatusOr<std::vector<struct sock_filter>> BuildArgumentDenials() {
   if (!ctx) return absl::InternalError("seccomp_init failed");
   // The kernel takes ioctl's request as an unsigned int, so a caller can set the
   // upper 32 bits to slip past a 64-bit compare; match the low 32 bits only.
-  for (unsigned long request : {static_cast<unsigned long>(TIOCSTI),
-                                static_cast<unsigned long>(TIOCLINUX)}) {
-    ZYGO_RETURN_IF_ERROR(Check(
-        seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
-                         SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffULL, request)),
-        "ioctl"));
+  for (unsigned long request :
+       {static_cast<unsigned long>(TIOCSTI), static_cast<unsigned long>(TIOCLINUX)}) {
+    ZYGO_RETURN_IF_ERROR(
+        Check(seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
+                               SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffULL, request)),
+              "ioctl"));
   }
   return Export(ctx.get());
 }

@@ -44,8 +44,8 @@ absl::StatusOr<int64_t> ParseByteSize(absl::string_view text) {
   } else if (unit == "g") {
     shift = 30;
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "invalid size '", text, "': unknown unit '", suffix, "' (use b, k, m or g)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid size '", text, "': unknown unit '", suffix, "' (use b, k, m or g)"));
   }
   if (value > (static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) >> shift)) {
     return absl::InvalidArgumentError(absl::StrCat("invalid size '", text, "': too large"));
@@ -71,8 +71,8 @@ absl::StatusOr<int64_t> ParseDurationMs(absl::string_view text) {
   } else if (suffix == "h") {
     scale = 3'600'000;
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "invalid duration '", text, "': unknown unit '", suffix, "' (use ms, s, m or h)"));
+    return absl::InvalidArgumentError(absl::StrCat("invalid duration '", text, "': unknown unit '",
+                                                   suffix, "' (use ms, s, m or h)"));
   }
   double ms = value * scale;
   if (ms < 1 || ms > 7 * 24 * 3'600'000.0) {

@@ -3,9 +3,9 @@
 #define ZYGO_CORE_UNITS_H_
 
 #include <cstdint>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace zygo::core {
 

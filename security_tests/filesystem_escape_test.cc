@@ -100,8 +100,7 @@ TEST(FilesystemEscape, MaskedProcFilesReadEmpty) {
     EXPECT_EQ(Verdict(attempt, "read-masked"), "denied ENODATA") << path << attempt.out;
   }
   // At least one control must have run for the test to mean anything.
-  ASSERT_EQ(Verdict(RunProbeOnHost({"read-masked", "/proc/timer_list"}), "read-masked"),
-            "allowed");
+  ASSERT_EQ(Verdict(RunProbeOnHost({"read-masked", "/proc/timer_list"}), "read-masked"), "allowed");
 }
 
 TEST(FilesystemEscape, NoDeviceNodesCanBeMadeAndNoDevMem) {

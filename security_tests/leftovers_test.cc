@@ -55,8 +55,10 @@ TEST(Leftovers, FiveHundredRunsOfEveryKindLeaveNothing) {
       {"not found", {}, {"/no/such/command"}, 127},
       {"refused before clone", {"-v", "/no/such/source:/data"}, {"/bin/true"}, 125},
   };
-  const Ending oom = {"oom", {"-m", "16m", "-v", ProbePath() + ":/probe:ro"},
-                      {"/probe", "memory-bomb", "256"}, 137};
+  const Ending oom = {"oom",
+                      {"-m", "16m", "-v", ProbePath() + ":/probe:ro"},
+                      {"/probe", "memory-bomb", "256"},
+                      137};
   RunOptions options;
   options.want_outcome = false;
   for (int i = 0; i < 500; ++i) {

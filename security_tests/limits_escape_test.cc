@@ -39,8 +39,7 @@ TEST(LimitsEscape, DeadlineEvadersLeaveNothingBehind) {
   auto start = std::chrono::steady_clock::now();
   std::string marker = "ZYGO_EVADE_MARKER=" + std::to_string(getpid());
   RunResult attempt = RunProbe({"deadline-evade"}, {"--timeout", "1500ms", "-e", marker});
-  double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // The evaders started (the probe really ran), then the deadline ended them all.
   ASSERT_TRUE(absl::StrContains(attempt.out, "evaders started")) << attempt.out << attempt.err;
   EXPECT_EQ(attempt.exit_code, 137);
@@ -70,8 +69,8 @@ TEST(LimitsEscape, KilledZygoTakesTheSandboxWithIt) {
       }
     }
   });
-  RunResult run = RunZygo({"--hostname", "zygo-orphan-marker"}, "host",
-                          {"/bin/sleep", "31.4159"}, RunOptions{.want_outcome = false});
+  RunResult run = RunZygo({"--hostname", "zygo-orphan-marker"}, "host", {"/bin/sleep", "31.4159"},
+                          RunOptions{.want_outcome = false});
   killer.join();
   EXPECT_EQ(run.term_signal, SIGKILL) << run.err;
   std::this_thread::sleep_for(std::chrono::milliseconds(200));

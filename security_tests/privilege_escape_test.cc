@@ -86,11 +86,11 @@ TEST(PrivilegeEscape, OnlyStandardFdsReachTheCommand) {
 TEST(PrivilegeEscape, NoHostEnvironmentInside) {
   RunOptions options;
   options.env = {"ZYGO_HOST_SECRET=leaked"};
-  RunResult control = RunProbe({"env", "ZYGO_HOST_SECRET"}, {"-e", "ZYGO_HOST_SECRET=given"},
-                               options);
+  RunResult control =
+      RunProbe({"env", "ZYGO_HOST_SECRET"}, {"-e", "ZYGO_HOST_SECRET=given"}, options);
   ASSERT_EQ(Verdict(control, "env"), "allowed") << control.out << control.err;
-  RunResult attempt = RunProbe({"env", "ZYGO_HOST_SECRET", "TEST_TMPDIR", "LD_PRELOAD"}, {},
-                               options);
+  RunResult attempt =
+      RunProbe({"env", "ZYGO_HOST_SECRET", "TEST_TMPDIR", "LD_PRELOAD"}, {}, options);
   EXPECT_EQ(Verdict(attempt, "env"), "denied ENOENT") << attempt.out;
 }
 

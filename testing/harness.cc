@@ -73,7 +73,8 @@ RunResult RunOnHost(const std::vector<std::string>& argv, const RunOptions& opti
     dup2(out[1], 1);
     dup2(err[1], 2);
     for (const std::string& var : options.env) putenv(const_cast<char*>(var.c_str()));
-    if (options.as_gid >= 0 && (setgroups(0, nullptr) != 0 || setgid(options.as_gid) != 0)) _exit(121);
+    if (options.as_gid >= 0 && (setgroups(0, nullptr) != 0 || setgid(options.as_gid) != 0))
+      _exit(121);
     if (options.as_uid >= 0 && setuid(options.as_uid) != 0) _exit(122);
     std::vector<char*> args;
     for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
@@ -129,8 +130,7 @@ RunResult RunProbe(const std::vector<std::string>& probe_args,
   return RunZygo(flags, "host", argv, options);
 }
 
-RunResult RunProbeOnHost(const std::vector<std::string>& probe_args,
-                         const RunOptions& options) {
+RunResult RunProbeOnHost(const std::vector<std::string>& probe_args, const RunOptions& options) {
   std::vector<std::string> argv = {ProbePath()};
   argv.insert(argv.end(), probe_args.begin(), probe_args.end());
   return RunOnHost(argv, options);

@@ -9,11 +9,11 @@
 namespace zygo::testing {
 
 struct RunResult {
-  int exit_code = -1;       // -1 when it did not exit normally
-  int term_signal = 0;      // the signal that ended zygo itself, if any
-  std::string out;          // stdout
-  std::string err;          // stderr
-  std::string outcome_json; // the --outcome file, when one was asked for
+  int exit_code = -1;        // -1 when it did not exit normally
+  int term_signal = 0;       // the signal that ended zygo itself, if any
+  std::string out;           // stdout
+  std::string err;           // stderr
+  std::string outcome_json;  // the --outcome file, when one was asked for
 };
 
 struct RunOptions {
@@ -23,7 +23,7 @@ struct RunOptions {
   std::vector<std::string> env;  // extra host environment for zygo itself
   int as_uid = -1;               // run zygo as this user (rootless tests); -1: as the caller
   int as_gid = -1;
-  std::string zygo_binary;       // default: ZygoPath()
+  std::string zygo_binary;  // default: ZygoPath()
 };
 
 // Paths of the binaries under test, from Bazel's runfiles.

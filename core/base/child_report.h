@@ -18,8 +18,8 @@ enum class ChildRecordKind : int32_t {
 
 struct ChildRecord {
   ChildRecordKind kind;
-  int32_t step;  // a launch step id, meaningful for kSetupFailed.
-  int32_t err;   // errno, meaningful for kSetupFailed and kExecFailed.
+  int32_t step;   // a launch step id, meaningful for kSetupFailed.
+  int32_t err;    // errno, meaningful for kSetupFailed and kExecFailed.
   int32_t value;  // wait status for kExited; the failing item for kSetupFailed.
 };
 

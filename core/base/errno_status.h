@@ -2,9 +2,8 @@
 #ifndef ZYGO_CORE_BASE_ERRNO_STATUS_H_
 #define ZYGO_CORE_BASE_ERRNO_STATUS_H_
 
-#include "absl/strings/string_view.h"
-
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 
 namespace zygo::base {
 

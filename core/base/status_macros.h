@@ -9,10 +9,10 @@
 #define ZYGO_CONCAT_(a, b) ZYGO_CONCAT_INNER_(a, b)
 
 // Returns the status from the enclosing function when `expr` is not OK.
-#define ZYGO_RETURN_IF_ERROR(expr)                 \
-  do {                                             \
-    ::absl::Status zygo_status_ = (expr);          \
-    if (!zygo_status_.ok()) return zygo_status_;   \
+#define ZYGO_RETURN_IF_ERROR(expr)               \
+  do {                                           \
+    ::absl::Status zygo_status_ = (expr);        \
+    if (!zygo_status_.ok()) return zygo_status_; \
   } while (0)
 
 // `ZYGO_ASSIGN_OR_RETURN(auto x, F())` assigns the value or returns the error.

@@ -36,8 +36,7 @@ std::atomic<uint64_t> next_cgroup_number{0};
 
 // `status` with another code and `suffix` added to its message. Keeps the payloads, so
 // that sys::ErrnoOf still finds the errno.
-absl::Status Amend(const absl::Status& status, absl::StatusCode code,
-                   absl::string_view suffix) {
+absl::Status Amend(const absl::Status& status, absl::StatusCode code, absl::string_view suffix) {
   absl::Status amended(code, absl::StrCat(status.message(), suffix));
   status.ForEachPayload([&amended](absl::string_view url, const absl::Cord& payload) {
     amended.SetPayload(url, payload);
@@ -65,18 +64,16 @@ absl::Status CheckLimits(const CgroupLimits& limits) {
         absl::StrCat("memory_bytes must be >= 0, got ", limits.memory_bytes));
   }
   if (limits.pids_max < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("pids_max must be >= 0, got ", limits.pids_max));
+    return absl::InvalidArgumentError(absl::StrCat("pids_max must be >= 0, got ", limits.pids_max));
   }
   // Written so that NaN fails too.
   if (!(limits.cpus >= 0 && limits.cpus <= 1e6)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cpus must be in [0, 1e6], got ", limits.cpus));
+    return absl::InvalidArgumentError(absl::StrCat("cpus must be in [0, 1e6], got ", limits.cpus));
   }
   if (limits.cpus > 0 && CpuQuotaUs(limits.cpus) < kMinCpuQuotaUs) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cpus=", limits.cpus, " gives a CPU quota of ", CpuQuotaUs(limits.cpus),
-        " us per 100 ms; the kernel's minimum is 1000 us (cpus >= 0.01)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cpus=", limits.cpus, " gives a CPU quota of ", CpuQuotaUs(limits.cpus),
+                     " us per 100 ms; the kernel's minimum is 1000 us (cpus >= 0.01)"));
   }
   return absl::OkStatus();
 }
@@ -126,8 +123,8 @@ absl::Status WriteControlFile(const std::string& path, absl::string_view value,
   }
   ZYGO_ASSIGN_OR_RETURN(const size_t written, sys::WriteOnce(*fd, value, path));
   if (written != value.size()) {
-    return absl::InternalError(absl::StrCat("write(", path, ", \"", value, "\"): wrote ",
-                                            written, " of ", value.size(), " bytes"));
+    return absl::InternalError(absl::StrCat("write(", path, ", \"", value, "\"): wrote ", written,
+                                            " of ", value.size(), " bytes"));
   }
   return absl::OkStatus();
 }
@@ -166,8 +163,7 @@ absl::Status MakeCgroupDir(const std::string& path) {
   absl::Status made = sys::MakeDirectory(path, 0755);
   const std::optional<int> err = sys::ErrnoOf(made);
   if (err == EACCES || err == EPERM || err == EROFS) {
-    return Amend(made, absl::StatusCode::kPermissionDenied,
-                 "; no cgroup can be created there");
+    return Amend(made, absl::StatusCode::kPermissionDenied, "; no cgroup can be created there");
   }
   return made;
 }
@@ -188,8 +184,7 @@ absl::Status RemoveCgroupDir(const std::string& path, absl::string_view members)
     if (err == ENOTEMPTY) {
       // rmdir of a real cgroup ignores its control files; only a plain directory
       // (a fake tree in tests) reports ENOTEMPTY, and then we must not delete files.
-      return Amend(removed, absl::StatusCode::kFailedPrecondition,
-                   "; not a cgroupfs directory");
+      return Amend(removed, absl::StatusCode::kFailedPrecondition, "; not a cgroupfs directory");
     }
     return removed;
   }

@@ -88,14 +88,13 @@ absl::Status CgroupV1::WriteMemoryLimit(int64_t bytes) {
   const std::string value = absl::StrCat(bytes);
   // The kernel OOM killer stays on (memory.oom_control's oom_kill_disable is left at 0):
   // with it off, a task over the limit would hang instead of being killed and counted.
-  ZYGO_RETURN_IF_ERROR(WriteControlFile(absl::StrCat(memory_dir_, "/memory.limit_in_bytes"),
-                                        value, IfMissing::kCreate));
+  ZYGO_RETURN_IF_ERROR(WriteControlFile(absl::StrCat(memory_dir_, "/memory.limit_in_bytes"), value,
+                                        IfMissing::kCreate));
   // memory+swap gets the same limit, so swap cannot extend it. It must be written after
   // limit_in_bytes (the kernel keeps memsw >= mem). The file is absent when swap
   // accounting is off (swapaccount=0 or no CONFIG_MEMCG_SWAP); then there is nothing to
   // limit.
-  return WriteOptionalControlFile(absl::StrCat(memory_dir_, "/memory.memsw.limit_in_bytes"),
-                                  value);
+  return WriteOptionalControlFile(absl::StrCat(memory_dir_, "/memory.memsw.limit_in_bytes"), value);
 }
 
 absl::Status CgroupV1::WritePidsLimit(int64_t pids_max) {
@@ -128,15 +127,14 @@ absl::Status CgroupV1::AttachFromParent(pid_t pid) {
 absl::StatusOr<CgroupUsage> CgroupV1::ReadUsage() const {
   CgroupUsage usage;
   // The oom_kill line appeared in Linux 4.13; older kernels count nothing.
-  ZYGO_ASSIGN_OR_RETURN(usage.oom_kills,
-                        ReadKeyedValueOr(absl::StrCat(memory_dir_, "/memory.oom_control"),
-                                         "oom_kill", 0));
+  ZYGO_ASSIGN_OR_RETURN(
+      usage.oom_kills,
+      ReadKeyedValueOr(absl::StrCat(memory_dir_, "/memory.oom_control"), "oom_kill", 0));
   ZYGO_ASSIGN_OR_RETURN(usage.pids_max_hits,
                         ReadKeyedValueOr(absl::StrCat(pids_dir_, "/pids.events"), "max", 0));
 
-  ZYGO_ASSIGN_OR_RETURN(
-      usage.memory_peak_bytes,
-      ReadInt64Or(absl::StrCat(memory_dir_, "/memory.max_usage_in_bytes"), 0));
+  ZYGO_ASSIGN_OR_RETURN(usage.memory_peak_bytes,
+                        ReadInt64Or(absl::StrCat(memory_dir_, "/memory.max_usage_in_bytes"), 0));
 
   if (!cpuacct_dir_.empty()) {
     // Nanoseconds; usage_user/usage_sys appeared in Linux 4.7.
@@ -182,8 +180,8 @@ absl::StatusOr<V1Hierarchy> FindHierarchy(const CgroupProbeOptions& options,
     }
   }
   if (member == nullptr) {
-    return absl::NotFoundError(absl::StrCat(controller, ": not a v1 controller in ",
-                                            options.self_cgroup_file));
+    return absl::NotFoundError(
+        absl::StrCat(controller, ": not a v1 controller in ", options.self_cgroup_file));
   }
   // Usually mounted at <root>/<controller> (for co-mounted ones, a symlink such as
   // cpu -> cpu,cpuacct), else at <root>/<all of its controllers>.
@@ -197,8 +195,8 @@ absl::StatusOr<V1Hierarchy> FindHierarchy(const CgroupProbeOptions& options,
     }
   }
   if (mount.empty()) {
-    return absl::NotFoundError(absl::StrCat(controller, ": ", options.mount_root, "/",
-                                            controller, " is not a v1 hierarchy"));
+    return absl::NotFoundError(absl::StrCat(controller, ": ", options.mount_root, "/", controller,
+                                            " is not a v1 hierarchy"));
   }
   // A path outside our cgroup namespace shows as "/.."; we could not find it.
   if (member->path.empty() || member->path[0] != '/' || HasDotDot(member->path)) {
@@ -241,8 +239,7 @@ absl::StatusOr<V1Layout> ResolveV1Layout(const CgroupProbeOptions& options) {
   V1Layout layout;
   std::vector<std::string> missing;
   for (auto [controller, slot] : {std::pair{"memory", &layout.memory},
-                                  std::pair{"pids", &layout.pids},
-                                  std::pair{"cpu", &layout.cpu}}) {
+                                  std::pair{"pids", &layout.pids}, std::pair{"cpu", &layout.cpu}}) {
     absl::StatusOr<V1Hierarchy> hierarchy = FindHierarchy(options, memberships, controller);
     if (hierarchy.ok()) {
       *slot = *std::move(hierarchy);

@@ -54,14 +54,16 @@ absl::Status EnableControllers(const std::string& parent_dir) {
   std::vector<std::string> to_enable = MissingControllers(content);
   if (to_enable.empty()) return absl::OkStatus();
   const std::string value = absl::StrJoin(
-      to_enable, " ", [](std::string* out, const std::string& name) { absl::StrAppend(out, "+", name); });
+      to_enable, " ",
+      [](std::string* out, const std::string& name) { absl::StrAppend(out, "+", name); });
   absl::Status written = WriteControlFile(path, value, IfMissing::kFail);
   if (sys::ErrnoOf(written) == EBUSY) {
     return absl::FailedPreconditionError(absl::StrCat(
         "write(", path, ", \"", value,
         "\"): EBUSY: cgroup v2's no-internal-process rule forbids enabling controllers "
         "for the children of a (non-root) cgroup that has processes of its own, and ",
-        parent_dir, " has some; run the supervisor in a leaf cgroup of a delegated subtree "
+        parent_dir,
+        " has some; run the supervisor in a leaf cgroup of a delegated subtree "
         "(e.g. move itself into <own cgroup>/supervisor first) so its parent has none"));
   }
   return written;
@@ -99,8 +101,8 @@ class CgroupV2 : public Cgroup {
 
 absl::Status CgroupV2::WriteMemoryLimit(int64_t bytes) {
   if (bytes == 0) return absl::OkStatus();
-  ZYGO_RETURN_IF_ERROR(WriteControlFile(absl::StrCat(dir_, "/memory.max"),
-                                        absl::StrCat(bytes), IfMissing::kCreate));
+  ZYGO_RETURN_IF_ERROR(
+      WriteControlFile(absl::StrCat(dir_, "/memory.max"), absl::StrCat(bytes), IfMissing::kCreate));
   // No swap, so that swap cannot extend the limit. The file is absent without swap
   // accounting (CONFIG_MEMCG_SWAP off, or swapaccount=0); then there is nothing to limit.
   return WriteOptionalControlFile(absl::StrCat(dir_, "/memory.swap.max"), "0");
@@ -115,8 +117,7 @@ absl::Status CgroupV2::WritePidsLimit(int64_t pids_max) {
 absl::Status CgroupV2::WriteCpuMax(double cpus) {
   if (cpus == 0) return absl::OkStatus();
   return WriteControlFile(absl::StrCat(dir_, "/cpu.max"),
-                          absl::StrCat(CpuQuotaUs(cpus), " ", kCpuPeriodUs),
-                          IfMissing::kCreate);
+                          absl::StrCat(CpuQuotaUs(cpus), " ", kCpuPeriodUs), IfMissing::kCreate);
 }
 
 absl::Status CgroupV2::OpenDirFd() {
@@ -198,19 +199,19 @@ absl::StatusOr<std::string> ResolveV2Parent(const CgroupProbeOptions& options) {
   ZYGO_ASSIGN_OR_RETURN(std::string own, ParseV2SelfCgroup(self));
   // A cgroup outside our cgroup namespace shows as "/.."; we could not reach it.
   if (HasDotDot(own)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "own cgroup \"", own, "\" (", options.self_cgroup_file,
-        ") is outside this cgroup namespace"));
+    return absl::FailedPreconditionError(absl::StrCat("own cgroup \"", own, "\" (",
+                                                      options.self_cgroup_file,
+                                                      ") is outside this cgroup namespace"));
   }
   const std::string parent = CgroupDir(options.mount_root, own);
   const std::string controllers_path = absl::StrCat(parent, "/cgroup.controllers");
   ZYGO_ASSIGN_OR_RETURN(std::string controllers, sys::ReadFile(controllers_path));
   const std::vector<std::string> missing = MissingControllers(controllers);
   if (!missing.empty()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        controllers_path, " lacks ", absl::StrJoin(missing, ", "), " (has: \"",
-        absl::StripAsciiWhitespace(controllers),
-        "\"); the parent cgroup must delegate memory, pids and cpu to ours"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(controllers_path, " lacks ", absl::StrJoin(missing, ", "), " (has: \"",
+                     absl::StripAsciiWhitespace(controllers),
+                     "\"); the parent cgroup must delegate memory, pids and cpu to ours"));
   }
   return parent;
 }

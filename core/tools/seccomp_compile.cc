@@ -30,8 +30,9 @@ int main() {
   printf("}  // namespace\n\nSeccompPrograms CompiledSeccompPrograms() {\n");
   printf("  SeccompPrograms programs;\n");
   printf("  programs.allowlist.assign(std::begin(kAllowlist), std::end(kAllowlist));\n");
-  printf("  programs.argument_denials.assign(std::begin(kArgumentDenials), "
-         "std::end(kArgumentDenials));\n");
+  printf(
+      "  programs.argument_denials.assign(std::begin(kArgumentDenials), "
+      "std::end(kArgumentDenials));\n");
   printf("  programs.allowed_syscalls = %d;\n", programs->allowed_syscalls);
   printf("  programs.denied_examples = {\n");
   for (const std::string& name : programs->denied_examples) printf("      \"%s\",\n", name.c_str());

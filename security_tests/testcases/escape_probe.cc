@@ -332,16 +332,14 @@ Outcome ProbeMountTmpfs(const Args&) {
 // umount2 resolves the path before checking CAP_SYS_ADMIN (fs/namespace.c ksys_umount), so a
 // missing mountpoint answers ENOENT to anyone the syscall reaches; EPERM means seccomp.
 // Host control: denied ENOENT. Unmounting anything real would break the caller's namespace.
-Outcome ProbeUmountRoot(const Args&) {
-  return FromRet(umount2("/zygo-nonexistent-mountpoint", 0));
-}
+Outcome ProbeUmountRoot(const Args&) { return FromRet(umount2("/zygo-nonexistent-mountpoint", 0)); }
 
 // pivot_root checks CAP_SYS_ADMIN first, then resolves new_root. Host control as root: denied
 // ENOENT; EPERM means no capability or seccomp. Not ("/tmp", "/tmp"): like the documented
 // pivot_root(".", ".") idiom that can SUCCEED when /tmp is a mountpoint on a private tree.
 Outcome ProbePivotRoot(const Args&) {
-  return FromRet(syscall(SYS_pivot_root, "/zygo-nonexistent-new-root",
-                         "/zygo-nonexistent-put-old"));
+  return FromRet(
+      syscall(SYS_pivot_root, "/zygo-nonexistent-new-root", "/zygo-nonexistent-put-old"));
 }
 
 // The classic escape: chroot into a subdirectory while the cwd stays outside it, walk up with
@@ -532,8 +530,7 @@ Outcome ProbeWhoami(const Args&) {
   uint64_t cap_eff = CapEff();
   char hex[32];
   snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(cap_eff));
-  Info("euid=" + std::to_string(geteuid()) + " uid=" + std::to_string(getuid()) +
-       " capeff=" + hex);
+  Info("euid=" + std::to_string(geteuid()) + " uid=" + std::to_string(getuid()) + " capeff=" + hex);
   return geteuid() == 0 && cap_eff != 0 ? Allowed() : Denied(EPERM);
 }
 
@@ -658,8 +655,7 @@ Outcome ProbeMemoryBomb(const Args& args) {
   if (!args.empty() && !ParseLong(args[0], 1, 1L << 30, &target_mib)) return BadUsage();
   constexpr size_t kChunk = 1 << 20;
   for (long mib = 1; mib <= target_mib; ++mib) {
-    void* chunk = mmap(nullptr, kChunk, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                       -1, 0);
+    void* chunk = mmap(nullptr, kChunk, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (chunk == MAP_FAILED) {
       int err = errno;
       Info("touched=" + std::to_string(mib - 1));
@@ -985,8 +981,7 @@ constexpr ProbeSpec kProbes[] = {
     {"perf-event-open", "", 0, 0, "software perf counter on self", ProbePerfEventOpen},
     {"io-uring-setup", "", 0, 0, "io_uring_setup(1)", ProbeIoUringSetup},
     {"userfaultfd", "", 0, 0, "userfaultfd(O_CLOEXEC)", ProbeUserfaultfd},
-    {"open-by-handle-at", "", 0, 0, "open_by_handle_at with a forged handle",
-     ProbeOpenByHandleAt},
+    {"open-by-handle-at", "", 0, 0, "open_by_handle_at with a forged handle", ProbeOpenByHandleAt},
     {"kexec-load", "", 0, 0, "kexec_load with invalid flags (EINVAL=reached)", ProbeKexecLoad},
     {"finit-module", "", 0, 0, "finit_module(-1) (EBADF=reached)", ProbeFinitModule},
     {"init-module", "", 0, 0, "init_module of 0 bytes (ENOEXEC=reached)", ProbeInitModule},
@@ -1003,8 +998,7 @@ constexpr ProbeSpec kProbes[] = {
     {"setuid-gain", "PATH", 1, 1, "exec setuid PATH whoami", ProbeSetuidGain},
     {"fork-bomb", "", 0, 0, "fork until refused (cap 100000)", ProbeForkBomb},
     {"memory-bomb", "[MIB]", 0, 1, "touch MIB MiB (default 1024)", ProbeMemoryBomb},
-    {"deadline-evade", "", 0, 0, "ignore SIGTERM, leave evaders, never exit",
-     ProbeDeadlineEvade},
+    {"deadline-evade", "", 0, 0, "ignore SIGTERM, leave evaders, never exit", ProbeDeadlineEvade},
     {"fds", "", 0, 0, "any inherited fd above 2", ProbeFds},
     {"open-fd-path", "N", 1, 1, "open and chdir /proc/self/fd/N", ProbeOpenFdPath},
     {"env", "[NAME...]", 0, kAnyCount, "list variable names; any NAME set", ProbeEnv},
@@ -1028,8 +1022,8 @@ void PrintUsage(FILE* out) {
           "Prints INFO lines, then 'RESULT <subcommand> allowed' or\n"
           "'RESULT <subcommand> denied <ERRNO>', and exits 0.\n\nsubcommands:\n");
   for (const ProbeSpec& spec : kProbes) {
-    fprintf(out, "  %-18.*s %-10.*s %.*s\n", static_cast<int>(spec.name.size()),
-            spec.name.data(), static_cast<int>(spec.arg_usage.size()), spec.arg_usage.data(),
+    fprintf(out, "  %-18.*s %-10.*s %.*s\n", static_cast<int>(spec.name.size()), spec.name.data(),
+            static_cast<int>(spec.arg_usage.size()), spec.arg_usage.data(),
             static_cast<int>(spec.description.size()), spec.description.data());
   }
 }
@@ -1054,8 +1048,8 @@ int Main(int argc, char** argv) {
     return 0;
   }
   if (command == "list") {
-    for (const ProbeSpec& spec : kProbes) printf("%.*s\n", static_cast<int>(spec.name.size()),
-                                                 spec.name.data());
+    for (const ProbeSpec& spec : kProbes)
+      printf("%.*s\n", static_cast<int>(spec.name.size()), spec.name.data());
     return 0;
   }
   const ProbeSpec* spec = FindProbe(command);

@@ -78,8 +78,7 @@ absl::StatusOr<std::string> ReadToEnd(const UniqueFd& fd, const std::string& pat
   std::string content;
   char buffer[4096];
   for (;;) {
-    const auto [n, err] =
-        RetryOnEintr([&] { return ::read(fd.get(), buffer, sizeof(buffer)); });
+    const auto [n, err] = RetryOnEintr([&] { return ::read(fd.get(), buffer, sizeof(buffer)); });
     if (n < 0) return Failed(err, absl::StrCat("read(", path, ")"));
     if (n == 0) return content;
     content.append(buffer, static_cast<size_t>(n));
@@ -94,8 +93,7 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
 
 absl::StatusOr<size_t> WriteOnce(const UniqueFd& fd, absl::string_view data,
                                  const std::string& path) {
-  const auto [n, err] =
-      RetryOnEintr([&] { return ::write(fd.get(), data.data(), data.size()); });
+  const auto [n, err] = RetryOnEintr([&] { return ::write(fd.get(), data.data(), data.size()); });
   if (n < 0) return Failed(err, absl::StrCat("write(", path, ", \"", data, "\")"));
   return static_cast<size_t>(n);
 }

@@ -27,8 +27,8 @@ inline int RawLandlockAddPathRule(int ruleset_fd, int parent_fd, unsigned long l
   struct landlock_path_beneath_attr rule = {};
   rule.allowed_access = access;
   rule.parent_fd = parent_fd;
-  int rc = static_cast<int>(::syscall(SYS_landlock_add_rule, ruleset_fd,
-                                      LANDLOCK_RULE_PATH_BENEATH, &rule, 0));
+  int rc = static_cast<int>(
+      ::syscall(SYS_landlock_add_rule, ruleset_fd, LANDLOCK_RULE_PATH_BENEATH, &rule, 0));
   return rc < 0 ? -errno : 0;
 }
 

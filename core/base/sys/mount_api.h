@@ -26,8 +26,8 @@ inline int RawMountSetattr(const char* path, bool recursive, unsigned long long 
   attr.attr_set = set;
   attr.attr_clr = clear;
   unsigned flags = AT_SYMLINK_NOFOLLOW | (recursive ? AT_RECURSIVE : 0);
-  int rc = static_cast<int>(
-      ::syscall(SYS_mount_setattr, AT_FDCWD, path, flags, &attr, sizeof(attr)));
+  int rc =
+      static_cast<int>(::syscall(SYS_mount_setattr, AT_FDCWD, path, flags, &attr, sizeof(attr)));
   return rc < 0 ? -errno : 0;
 }
 
