@@ -1,8 +1,10 @@
 // The `zygo` binary: dispatches subcommands.
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bench/cold_bench.h"
+#include "cli/image_commands.h"
 #include "cli/run_command.h"
 
 namespace {
@@ -11,10 +13,18 @@ constexpr char kUsage[] = R"(Usage: zygo [-v] COMMAND [ARGS...]
 
 Commands:
   run      run a command in a one-shot sandbox (zygo run --help)
+  pull     fetch an OCI image into the store: zygo pull [--tls-verify=false] REF
+  load     add images from an OCI layout or docker-archive: zygo load PATH [NAME]
+  login    save credentials for a registry: zygo login [-u USER] REGISTRY
+  images   list the images in the store
+  rmi      remove image references: zygo rmi REF [REF...]
+  image    zygo image prune: delete what no image references
   bench    measure zygo against its peers (zygo bench --help)
 
 Global flags:
   -v, --verbose   print timings
+      --root DIR  the image store (default $ZYGO_HOME, ~/.local/share/zygo,
+                  /var/lib/zygo for root)
   -h, --help      this text
       --version   print the version
 )";
@@ -57,6 +67,9 @@ int main(int argc, char** argv) {
     } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
       fputs(kUsage, stdout);
       return 0;
+    } else if (strcmp(argv[i], "--root") == 0 && i + 1 < argc) {
+      // The store's location reaches zygo-image through the environment.
+      setenv("ZYGO_HOME", argv[++i], 1);
     } else if (strcmp(argv[i], "--version") == 0) {
       puts("zygo 0.1.0");
       return 0;
@@ -74,6 +87,22 @@ int main(int argc, char** argv) {
     return zygo::cli::RunCommand(argc - i - 1, argv + i + 1, verbose);
   }
   if (strcmp(command, "bench") == 0) return BenchCommand(argc - i - 1, argv + i + 1);
+  int rest_argc = argc - i - 1;
+  char** rest_argv = argv + i + 1;
+  for (const char* forwarded : {"pull", "load", "login"}) {
+    if (strcmp(command, forwarded) == 0) {
+      return zygo::cli::ForwardToImageTool(forwarded, rest_argc, rest_argv);
+    }
+  }
+  if (strcmp(command, "images") == 0) return zygo::cli::ImagesCommand(rest_argc, rest_argv);
+  if (strcmp(command, "rmi") == 0) return zygo::cli::RmiCommand(rest_argc, rest_argv);
+  if (strcmp(command, "image") == 0) {
+    if (rest_argc >= 1 && strcmp(rest_argv[0], "prune") == 0) {
+      return zygo::cli::ImagePruneCommand(rest_argc - 1, rest_argv + 1);
+    }
+    fprintf(stderr, "zygo: usage: zygo image prune\n");
+    return 125;
+  }
   fprintf(stderr, "zygo: unknown command '%s' (see zygo --help)\n", command);
   return 125;
 }

@@ -6,6 +6,8 @@
 #include <memory>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_cat.h"
+#include "cli/image_commands.h"
 #include "cli/run_flags.h"
 #include "core/cgroup.h"
 #include "core/launch.h"
@@ -17,8 +19,45 @@ namespace zygo::cli {
 namespace {
 
 int Fail(const absl::Status& status) {
-  fprintf(stderr, "zygo: %s\n", std::string(status.message()).c_str());
+  // An empty message means a helper (zygo-image) already said what went wrong.
+  if (!status.message().empty()) {
+    fprintf(stderr, "zygo: %s\n", std::string(status.message()).c_str());
+  }
   return 125;
+}
+
+bool IsBuiltInImage(const std::string& image) {
+  return image == "host" || image.rfind("dir:", 0) == 0;
+}
+
+// An OCI image runs from its flattened root in the store, with its config applied the
+// way docker applies it: Env under -e, WorkingDir unless -w, User unless -u, and
+// Entrypoint + (CMD from the command line, else the image's Cmd).
+absl::Status ApplyOciImage(RunOptions& options) {
+  core::Spec& spec = options.spec;
+  absl::StatusOr<images::RunnableImage> image =
+      ResolveImageForRun(spec.image, options.pull, options.tls_verify);
+  if (!image.ok()) return image.status();
+  const images::ImageConfig& config = image->config;
+  spec.image_name = spec.image;
+  spec.image = "dir:" + image->rootfs;
+  spec.image_env = config.env;
+  if (!options.workdir_set && !config.working_dir.empty()) spec.workdir = config.working_dir;
+  if (!options.user_set && !config.user.empty()) {
+    absl::StatusOr<images::NumericUser> user = images::ResolveImageUser(image->rootfs, config.user);
+    if (!user.ok()) return user.status();
+    spec.uid = user->uid;
+    spec.gid = user->gid;
+  }
+  std::vector<std::string> argv = config.entrypoint;
+  const std::vector<std::string>& rest = spec.argv.empty() ? config.cmd : spec.argv;
+  argv.insert(argv.end(), rest.begin(), rest.end());
+  if (argv.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "image ", spec.image_name, " has no Entrypoint or Cmd: give a command to run"));
+  }
+  spec.argv = std::move(argv);
+  return absl::OkStatus();
 }
 
 // Writes --outcome if asked; a failure to write is zygo's own failure.
@@ -55,10 +94,14 @@ int RunCommand(int argc, char** argv, bool verbose) {
   auto start = std::chrono::steady_clock::now();
   absl::StatusOr<RunOptions> parsed = ParseRunFlags(argc, argv);
   if (!parsed.ok()) return Fail(parsed.status());
-  const RunOptions& options = *parsed;
+  RunOptions& options = *parsed;
   if (options.help) {
     fputs(RunUsage(), stdout);
     return 0;
+  }
+  if (!IsBuiltInImage(options.spec.image)) {
+    absl::Status applied = ApplyOciImage(options);
+    if (!applied.ok()) return Fail(applied);
   }
   verbose = verbose || options.verbose;
   absl::StatusOr<core::Plan> plan = core::BuildPlan(options.spec);

@@ -26,6 +26,8 @@ enum LongOnly {
   kVerbose,
   kTmpSize,
   kAllowHostNet,
+  kPull,
+  kTlsVerify,
 };
 
 const struct option kOptions[] = {
@@ -41,6 +43,8 @@ const struct option kOptions[] = {
     {"tmp-size", required_argument, nullptr, kTmpSize},
     {"allow-unlimited", no_argument, nullptr, kAllowUnlimited},
     {"allow-host-net", no_argument, nullptr, kAllowHostNet},
+    {"pull", required_argument, nullptr, kPull},
+    {"tls-verify", optional_argument, nullptr, kTlsVerify},
     {"outcome", required_argument, nullptr, kOutcome},
     {"dry-run", no_argument, nullptr, kDryRun},
     {"json", no_argument, nullptr, kJson},
@@ -84,6 +88,7 @@ absl::Status ApplyOption(int option, const char* value, RunOptions* options) {
       return absl::OkStatus();
     case 'w':
       spec.workdir = value;
+      options->workdir_set = true;
       return absl::OkStatus();
     case 'v': {
       ZYGO_ASSIGN_OR_RETURN(core::VolumeSpec volume, ParseVolume(value));
@@ -96,6 +101,7 @@ absl::Status ApplyOption(int option, const char* value, RunOptions* options) {
     }
     case 'u': {
       std::vector<std::string> ids = absl::StrSplit(value, absl::MaxSplits(':', 1));
+      options->user_set = true;
       ZYGO_ASSIGN_OR_RETURN(spec.uid, ParseId(ids[0], "uid"));
       spec.gid = spec.uid;
       if (ids.size() == 2) {
@@ -129,6 +135,26 @@ absl::Status ApplyOption(int option, const char* value, RunOptions* options) {
       return absl::OkStatus();
     case kAllowHostNet:
       spec.allow_host_net = true;
+      return absl::OkStatus();
+    case kPull:
+      if (strcmp(value, "missing") == 0) {
+        options->pull = PullPolicy::kMissing;
+      } else if (strcmp(value, "always") == 0) {
+        options->pull = PullPolicy::kAlways;
+      } else if (strcmp(value, "never") == 0) {
+        options->pull = PullPolicy::kNever;
+      } else {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--pull '", value, "' must be missing, always or never"));
+      }
+      return absl::OkStatus();
+    case kTlsVerify:
+      if (value != nullptr && strcmp(value, "false") == 0) {
+        options->tls_verify = false;
+      } else if (value != nullptr && strcmp(value, "true") != 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--tls-verify='", value, "' must be true or false"));
+      }
       return absl::OkStatus();
     case kOutcome:
       options->outcome_path = value;
@@ -180,20 +206,26 @@ absl::StatusOr<RunOptions> ParseRunFlags(int argc, char** argv) {
   }
   options.spec.image = args[first];
   for (int i = first + 1; i < total; ++i) options.spec.argv.push_back(args[i]);
-  if (options.spec.argv.empty()) {
+  // host and dir: images have no default command; an OCI image's Entrypoint/Cmd may
+  // supply one, which the caller checks once the image is known.
+  bool built_in = options.spec.image == "host" || options.spec.image.rfind("dir:", 0) == 0;
+  if (options.spec.argv.empty() && built_in) {
     return absl::InvalidArgumentError("missing CMD: zygo run [flags] IMAGE CMD [ARG...]");
   }
   return options;
 }
 
 const char* RunUsage() {
-  return R"(Usage: zygo run [flags] IMAGE CMD [ARG...]
+  return R"(Usage: zygo run [flags] IMAGE [CMD [ARG...]]
 
 Runs CMD in a one-shot sandbox and exits with its exit code. Nothing is left behind.
 
 IMAGE:
   host                  the host's /usr, /bin, /lib* and a few /etc files, read-only
   dir:PATH              a root directory (it must have /dev, /proc and /tmp)
+  REF                   an OCI image (python:3.12-slim, 127.0.0.1:5000/app:v1,
+                        name@sha256:...), pulled into the store on first use; its Env,
+                        WorkingDir, Entrypoint/Cmd and User apply unless flags override
 
 The sandbox: new user, pid, mount, net, ipc, uts and cgroup namespaces; a read-only
 root; a tmpfs /tmp; a fresh /proc; a minimal /dev; loopback-only networking; no
@@ -219,6 +251,9 @@ Flags:
       --json            JSON output for --dry-run
       --verbose         print "timing: plan X ms start Y ms run Z ms" to stderr
                         (also: zygo -v run ...)
+      --pull POLICY     missing (default), always or never
+      --tls-verify=false
+                        pull over plain HTTP (a registry on loopback)
   -h, --help            this text
 
 Exit codes: the command's own; 128+N when signal N ended it; 137 when the deadline or

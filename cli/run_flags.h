@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "cli/pull_policy.h"
 #include "core/spec.h"
 
 namespace zygo::cli {
@@ -16,6 +17,10 @@ struct RunOptions {
   bool json = false;
   bool verbose = false;
   bool help = false;
+  bool workdir_set = false;  // -w given: the image's WorkingDir does not apply
+  bool user_set = false;     // -u given: the image's User does not apply
+  PullPolicy pull = PullPolicy::kMissing;
+  bool tls_verify = true;
 };
 
 // `args` excludes the program name and the word "run". Flags stop at IMAGE, so the

@@ -67,11 +67,15 @@ std::vector<std::string> BuildEnvironment(const Spec& spec) {
   std::map<std::string, std::string> values = {
       {"PATH", kDefaultPath}, {"HOME", "/tmp"}, {"HOSTNAME", spec.hostname}};
   std::vector<std::string> order = {"PATH", "HOME", "HOSTNAME"};
-  for (const std::string& entry : spec.env) {
-    size_t eq = entry.find('=');
-    std::string key = entry.substr(0, eq);
-    if (!values.count(key)) order.push_back(key);
-    values[key] = entry.substr(eq + 1);
+  // The image's Env, then -e: later entries win, first appearance keeps its place.
+  for (const std::vector<std::string>* layer : {&spec.image_env, &spec.env}) {
+    for (const std::string& entry : *layer) {
+      size_t eq = entry.find('=');
+      if (eq == std::string::npos || eq == 0) continue;
+      std::string key = entry.substr(0, eq);
+      if (!values.count(key)) order.push_back(key);
+      values[key] = entry.substr(eq + 1);
+    }
   }
   std::vector<std::string> env;
   for (const std::string& key : order) env.push_back(absl::StrCat(key, "=", values[key]));

@@ -75,7 +75,7 @@ std::string PlanToJson(const Plan& plan, const std::string& cgroup_driver) {
   Json rlimits = Json::object();
   for (const Rlimit& limit : plan.rlimits) rlimits[limit.name] = {limit.soft, limit.hard};
   Json json = {
-      {"image", spec.image},
+      {"image", spec.image_name.empty() ? spec.image : spec.image_name},
       {"argv", spec.argv},
       {"exec_candidates", plan.exec_candidates},
       {"env", plan.env},

@@ -20,6 +20,11 @@ struct Spec {
   std::string image;              // "host" or "dir:PATH"
   std::vector<std::string> argv;  // the command; argv[0] is looked up on the image's PATH
   std::vector<std::string> env;   // "KEY=VALUE" from -e, applied over the image's defaults
+  // The image's own environment (an OCI config's Env); empty for host and dir: images,
+  // which get PATH and HOME defaults instead.
+  std::vector<std::string> image_env;
+  // What the user called the image, for --dry-run (an OCI image runs as dir:<its root>).
+  std::string image_name;
   std::string workdir = "/";
   std::vector<VolumeSpec> volumes;
   std::string hostname = "zygo";

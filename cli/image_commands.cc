@@ -1,0 +1,152 @@
+#include "cli/image_commands.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/base/status_macros.h"
+#include "images/reference.h"
+#include "images/store.h"
+
+namespace zygo::cli {
+namespace {
+
+int Fail(const absl::Status& status) {
+  fprintf(stderr, "zygo: %s\n", std::string(status.message()).c_str());
+  return 125;
+}
+
+std::string HumanSize(int64_t bytes) {
+  if (bytes >= (1LL << 30)) return absl::StrFormat("%.1fGB", bytes / 1e9);
+  if (bytes >= (1LL << 20)) return absl::StrFormat("%.1fMB", bytes / 1e6);
+  return absl::StrFormat("%.1fkB", bytes / 1e3);
+}
+
+// zygo-image sits next to zygo (an install, or bazel-bin/cli), else in zygo's runfiles.
+absl::StatusOr<std::string> ImageToolPath() {
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n > 0) {
+    self[n] = '\0';
+    std::string dir(self, strrchr(self, '/') - self);
+    for (const std::string& candidate :
+         {dir + "/zygo-image", std::string(self) + ".runfiles/zygo/cli/zygo-image"}) {
+      if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    }
+  }
+  return absl::NotFoundError(
+      "zygo-image (the pull/load/login tool) is not installed next to zygo");
+}
+
+absl::Status RunImageTool(const std::vector<std::string>& args) {
+  ZYGO_ASSIGN_OR_RETURN(std::string tool, ImageToolPath());
+  std::vector<char*> argv = {tool.data()};
+  for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid < 0) return absl::InternalError("fork for zygo-image failed");
+  if (pid == 0) {
+    // The pull's report goes to stderr: stdout belongs to the command zygo runs next.
+    dup2(STDERR_FILENO, STDOUT_FILENO);
+    execv(tool.c_str(), argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    // zygo-image already printed the reason.
+    return absl::AbortedError("");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int ImagesCommand(int argc, char** argv) {
+  if (argc > 0) return Fail(absl::InvalidArgumentError("usage: zygo images"));
+  absl::StatusOr<images::Store> store = images::Store::Open(images::Store::DefaultRoot());
+  if (!store.ok()) return Fail(store.status());
+  absl::StatusOr<std::vector<images::ImageRecord>> records = store->List();
+  if (!records.ok()) return Fail(records.status());
+  printf("%-48s %-19s %-10s %s\n", "IMAGE", "DIGEST", "SIZE", "ADDED");
+  for (const images::ImageRecord& record : *records) {
+    absl::StatusOr<images::Reference> ref = images::ParseReference(record.reference);
+    char added[32] = "-";
+    time_t when = static_cast<time_t>(record.created_unix);
+    strftime(added, sizeof(added), "%Y-%m-%d %H:%M", localtime(&when));
+    printf("%-48s %-19s %-10s %s\n", (ref.ok() ? ref->Familiar() : record.reference).c_str(),
+           record.manifest_digest.substr(0, 19).c_str(), HumanSize(record.size_bytes).c_str(),
+           added);
+  }
+  return 0;
+}
+
+int RmiCommand(int argc, char** argv) {
+  if (argc < 1) return Fail(absl::InvalidArgumentError("usage: zygo rmi REF [REF...]"));
+  absl::StatusOr<images::Store> store = images::Store::Open(images::Store::DefaultRoot());
+  if (!store.ok()) return Fail(store.status());
+  for (int i = 0; i < argc; ++i) {
+    absl::StatusOr<images::Reference> ref = images::ParseReference(argv[i]);
+    if (!ref.ok()) return Fail(ref.status());
+    absl::Status removed = store->Remove(ref->Canonical());
+    if (!removed.ok()) return Fail(removed);
+    printf("untagged %s\n", ref->Familiar().c_str());
+  }
+  fprintf(stderr, "layers stay until `zygo image prune`\n");
+  return 0;
+}
+
+int ImagePruneCommand(int argc, char** argv) {
+  if (argc > 0) return Fail(absl::InvalidArgumentError("usage: zygo image prune"));
+  absl::StatusOr<images::Store> store = images::Store::Open(images::Store::DefaultRoot());
+  if (!store.ok()) return Fail(store.status());
+  absl::StatusOr<int64_t> freed = store->Prune();
+  if (!freed.ok()) return Fail(freed.status());
+  printf("freed %s\n", HumanSize(*freed).c_str());
+  return 0;
+}
+
+int ForwardToImageTool(const char* command, int argc, char** argv) {
+  absl::StatusOr<std::string> tool = ImageToolPath();
+  if (!tool.ok()) return Fail(tool.status());
+  std::vector<char*> args = {tool->data(), const_cast<char*>(command)};
+  for (int i = 0; i < argc; ++i) args.push_back(argv[i]);
+  args.push_back(nullptr);
+  execv(tool->c_str(), args.data());
+  return Fail(absl::InternalError(absl::StrCat("exec ", *tool, ": ", strerror(errno))));
+}
+
+absl::StatusOr<images::RunnableImage> ResolveImageForRun(const std::string& image,
+                                                         PullPolicy policy, bool tls_verify) {
+  ZYGO_ASSIGN_OR_RETURN(images::Reference ref, images::ParseReference(image));
+  ZYGO_ASSIGN_OR_RETURN(images::Store store, images::Store::Open(images::Store::DefaultRoot()));
+  if (policy != PullPolicy::kAlways) {
+    ZYGO_ASSIGN_OR_RETURN(std::optional<images::RunnableImage> found,
+                          images::FindRunnableImage(store, ref));
+    if (found.has_value()) return std::move(*found);
+    if (policy == PullPolicy::kNever) {
+      return absl::NotFoundError(absl::StrCat("image ", ref.Familiar(),
+                                              " is not in the store and --pull=never was given"));
+    }
+  }
+  std::vector<std::string> args = {"pull"};
+  if (!tls_verify) args.push_back("--tls-verify=false");
+  args.push_back(image);
+  absl::Status pulled = RunImageTool(args);
+  if (!pulled.ok()) return pulled;
+  ZYGO_ASSIGN_OR_RETURN(std::optional<images::RunnableImage> found,
+                        images::FindRunnableImage(store, ref));
+  if (!found.has_value()) {
+    return absl::InternalError(absl::StrCat("image ", ref.Familiar(), " missing after its pull"));
+  }
+  return std::move(*found);
+}
+
+}  // namespace zygo::cli
