@@ -40,8 +40,7 @@ absl::StatusOr<std::string> ImageToolPath() {
       if (access(candidate.c_str(), X_OK) == 0) return candidate;
     }
   }
-  return absl::NotFoundError(
-      "zygo-image (the pull/load/login tool) is not installed next to zygo");
+  return absl::NotFoundError("zygo-image (the pull/load/login tool) is not installed next to zygo");
 }
 
 absl::Status RunImageTool(const std::vector<std::string>& args) {

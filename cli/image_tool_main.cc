@@ -86,9 +86,9 @@ int Load(int argc, char** argv) {
   absl::StatusOr<Store> store = OpenStore();
   if (!store.ok()) return Fail(store.status());
   zygo::cli::ImageProgress progress;
-  absl::StatusOr<std::vector<zygo::images::ImageRecord>> records = zygo::images::LoadImages(
-      *store, argv[0], argc == 2 ? argv[1] : "",
-      [&](const std::string& step) { progress.Step(step); });
+  absl::StatusOr<std::vector<zygo::images::ImageRecord>> records =
+      zygo::images::LoadImages(*store, argv[0], argc == 2 ? argv[1] : "",
+                               [&](const std::string& step) { progress.Step(step); });
   progress.Done();
   if (!records.ok()) return Fail(records.status());
   for (const auto& record : *records) {

@@ -5,8 +5,8 @@
 #include <chrono>
 #include <memory>
 
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "cli/image_commands.h"
 #include "cli/run_flags.h"
 #include "core/cgroup.h"

@@ -30,8 +30,7 @@ struct UnpackResult {
 // absolute names, "..", symlinks or hardlinks whose target resolves outside the layer
 // root, and writing through a symlinked directory. Ownership and modes are kept where the
 // caller may set them; setuid bits are kept (the sandbox mounts nosuid).
-absl::StatusOr<UnpackResult> UnpackLayer(const std::string& layer_file,
-                                         const std::string& dest_dir,
+absl::StatusOr<UnpackResult> UnpackLayer(const std::string& layer_file, const std::string& dest_dir,
                                          const UnpackOptions& options = {});
 
 // Copies `layer_dirs` (bottom first, each made by UnpackLayer) into the empty directory
@@ -39,8 +38,7 @@ absl::StatusOr<UnpackResult> UnpackLayer(const std::string& layer_file,
 // ".wh..wh..opq" hides everything below in that directory. Marker files never appear in
 // the result. Hard links within a layer stay hard links; regular files are copied with
 // reflink/copy_file_range where possible.
-absl::Status FlattenLayers(const std::vector<std::string>& layer_dirs,
-                           const std::string& dest_dir);
+absl::Status FlattenLayers(const std::vector<std::string>& layer_dirs, const std::string& dest_dir);
 
 }  // namespace zygo::images
 

@@ -137,8 +137,7 @@ absl::StatusOr<std::vector<ImageRecord>> LoadDockerArchive(Store& store, const s
   }
   std::vector<ImageRecord> records;
   for (const Json& entry : entries) {
-    Json oci = {{"schemaVersion", 2},
-                {"mediaType", "application/vnd.oci.image.manifest.v1+json"}};
+    Json oci = {{"schemaVersion", 2}, {"mediaType", "application/vnd.oci.image.manifest.v1+json"}};
     std::string config_path = dir + "/" + entry.value("Config", "");
     ZYGO_ASSIGN_OR_RETURN(std::string config_digest, Sha256DigestOfFile(config_path));
     ZYGO_RETURN_IF_ERROR(ImportBlobFile(store, config_path, config_digest));
@@ -159,8 +158,7 @@ absl::StatusOr<std::vector<ImageRecord>> LoadDockerArchive(Store& store, const s
     ZYGO_RETURN_IF_ERROR(store.PutBlob(manifest_digest, bytes));
     ZYGO_ASSIGN_OR_RETURN(Manifest manifest, ParseManifest(bytes, ""));
     std::string tag;
-    if (entry.contains("RepoTags") && entry["RepoTags"].is_array() &&
-        !entry["RepoTags"].empty()) {
+    if (entry.contains("RepoTags") && entry["RepoTags"].is_array() && !entry["RepoTags"].empty()) {
       tag = entry["RepoTags"][0].get<std::string>();
     }
     ZYGO_ASSIGN_OR_RETURN(std::string record_name, RecordName(tag, name));
@@ -178,16 +176,16 @@ absl::StatusOr<std::vector<ImageRecord>> LoadDirectory(Store& store, const std::
     return LoadOciLayout(store, dir, name, step);
   }
   if (fs::exists(dir + "/manifest.json")) return LoadDockerArchive(store, dir, name, step);
-  return absl::InvalidArgumentError(absl::StrCat(
-      dir, " is neither an OCI layout (oci-layout, index.json) nor a docker archive "
-           "(manifest.json)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat(dir,
+                   " is neither an OCI layout (oci-layout, index.json) nor a docker archive "
+                   "(manifest.json)"));
 }
 
 }  // namespace
 
 absl::StatusOr<std::vector<ImageRecord>> LoadImages(Store& store, const std::string& path,
-                                                    const std::string& name,
-                                                    const StepFn& step) {
+                                                    const std::string& name, const StepFn& step) {
   struct stat st;
   if (stat(path.c_str(), &st) != 0) return base::ErrnoStatus(errno, absl::StrCat("load ", path));
   if (S_ISDIR(st.st_mode)) return LoadDirectory(store, path, name, step);

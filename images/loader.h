@@ -17,8 +17,7 @@ namespace zygo::images {
 // org.opencontainers.image.ref.name annotation, or docker-archive RepoTags); `name`,
 // when given, names an archive holding one image (and is required when it has none).
 absl::StatusOr<std::vector<ImageRecord>> LoadImages(Store& store, const std::string& path,
-                                                    const std::string& name,
-                                                    const StepFn& step);
+                                                    const std::string& name, const StepFn& step);
 
 }  // namespace zygo::images
 

@@ -44,12 +44,11 @@ absl::Status EnsureLayer(Store& store, const Descriptor& layer, const std::strin
   }
   UnpackOptions options;
   options.allow_devices = geteuid() == 0;
-  absl::StatusOr<UnpackResult> unpacked =
-      UnpackLayer(store.BlobPath(layer.digest), temp, options);
+  absl::StatusOr<UnpackResult> unpacked = UnpackLayer(store.BlobPath(layer.digest), temp, options);
   if (unpacked.ok() && unpacked->diff_id != diff_id) {
-    unpacked = absl::DataLossError(absl::StrCat("layer ", layer.digest, " unpacks to ",
-                                                unpacked->diff_id, ", but the config says ",
-                                                diff_id));
+    unpacked =
+        absl::DataLossError(absl::StrCat("layer ", layer.digest, " unpacks to ", unpacked->diff_id,
+                                         ", but the config says ", diff_id));
   }
   if (!unpacked.ok()) {
     std::error_code ignored;

@@ -8,11 +8,10 @@ namespace zygo::images {
 namespace {
 
 absl::Status EnsureBlob(Store& store, RegistryClient& client, const Reference& ref,
-                        const Descriptor& blob, const StepFn& step,
-                        const ProgressFn& progress) {
+                        const Descriptor& blob, const StepFn& step, const ProgressFn& progress) {
   if (store.HasBlob(blob.digest)) return absl::OkStatus();
-  if (step) step(absl::StrCat("downloading ", blob.digest.substr(0, 19), " (", blob.size,
-                              " bytes)"));
+  if (step)
+    step(absl::StrCat("downloading ", blob.digest.substr(0, 19), " (", blob.size, " bytes)"));
   std::string temp = store.TempPath("blob");
   ZYGO_RETURN_IF_ERROR(client.DownloadBlob(ref, blob.digest, blob.size, temp, progress));
   return store.CommitBlobFile(blob.digest, temp);
@@ -20,9 +19,8 @@ absl::Status EnsureBlob(Store& store, RegistryClient& client, const Reference& r
 
 }  // namespace
 
-absl::StatusOr<ImageRecord> PullImage(Store& store, RegistryClient& client,
-                                      const Reference& ref, const StepFn& step,
-                                      const ProgressFn& progress) {
+absl::StatusOr<ImageRecord> PullImage(Store& store, RegistryClient& client, const Reference& ref,
+                                      const StepFn& step, const ProgressFn& progress) {
   const std::string& wanted = ref.digest.empty() ? ref.tag : ref.digest;
   ZYGO_ASSIGN_OR_RETURN(FetchedManifest fetched, client.GetManifest(ref, wanted));
   ZYGO_ASSIGN_OR_RETURN(Manifest manifest, ParseManifest(fetched.bytes, fetched.media_type));

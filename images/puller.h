@@ -13,9 +13,8 @@
 
 namespace zygo::images {
 
-absl::StatusOr<ImageRecord> PullImage(Store& store, RegistryClient& client,
-                                      const Reference& ref, const StepFn& step,
-                                      const ProgressFn& progress);
+absl::StatusOr<ImageRecord> PullImage(Store& store, RegistryClient& client, const Reference& ref,
+                                      const StepFn& step, const ProgressFn& progress);
 
 }  // namespace zygo::images
 

@@ -18,7 +18,7 @@ namespace zygo::images {
 struct RunnableImage {
   std::string reference;  // canonical
   std::string manifest_digest;
-  std::string rootfs;     // the flattened root in the store
+  std::string rootfs;  // the flattened root in the store
   ImageConfig config;
 };
 

@@ -54,7 +54,7 @@ debian_image() {
     log "building Debian images needs root (mmdebstrap root mode)"
     return 1
   fi
-  log "mmdebstrap $DEBIAN_SUITE + $packages from $mirror (takes minutes)"
+  log "mmdebstrap $DEBIAN_SUITE + $packages from $mirror (about a minute)"
   # Docs, man pages and translations are dropped (as in Docker's debian:*-slim); copyright
   # files stay. resolv.conf and hostname are copied from the host by mmdebstrap: drop them so
   # the result does not depend on the machine (runtimes provide their own).
@@ -67,7 +67,11 @@ debian_image() {
     --dpkgopt='path-exclude=/usr/share/doc/*' \
     --dpkgopt='path-include=/usr/share/doc/*/copyright' \
     --customize-hook='rm -f "$1/etc/resolv.conf" "$1/etc/hostname"' \
-    "$DEBIAN_SUITE" "$root" "$mirror" >&2
+    "$DEBIAN_SUITE" "$root" "$mirror" >"$WORK/mmdebstrap.log" 2>&1 || {
+    log "mmdebstrap failed:"
+    tail -n 40 "$WORK/mmdebstrap.log" >&2
+    return 1
+  }
   debian_strip "$root"
   make_layer_tar "$root" "$WORK/layer.tar" --keep-owners
   oci image "$out" --ref latest --layer "$WORK/layer.tar" \
