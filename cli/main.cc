@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "bench/cold_bench.h"
+#include "cli/doctor_command.h"
 #include "cli/image_commands.h"
 #include "cli/run_command.h"
 
@@ -19,6 +20,7 @@ Commands:
   images   list the images in the store
   rmi      remove image references: zygo rmi REF [REF...]
   image    zygo image prune: delete what no image references
+  doctor   what this host gives zygo (cgroups, namespaces, seccomp, Landlock)
   bench    measure zygo against its peers (zygo bench --help)
 
 Global flags:
@@ -94,6 +96,7 @@ int main(int argc, char** argv) {
       return zygo::cli::ForwardToImageTool(forwarded, rest_argc, rest_argv);
     }
   }
+  if (strcmp(command, "doctor") == 0) return zygo::cli::DoctorCommand(rest_argc, rest_argv);
   if (strcmp(command, "images") == 0) return zygo::cli::ImagesCommand(rest_argc, rest_argv);
   if (strcmp(command, "rmi") == 0) return zygo::cli::RmiCommand(rest_argc, rest_argv);
   if (strcmp(command, "image") == 0) {
