@@ -202,3 +202,24 @@ TEST(RunCli, RootlessRunsWithAllowUnlimited) {
 
 }  // namespace
 }  // namespace zygo::testing
+
+namespace zygo::testing {
+namespace {
+
+// doctor probes for real: on this host (root, v1 hybrid, Landlock) everything is there,
+// and its cgroup line must agree with what a run actually used.
+TEST(RunCli, DoctorAgreesWithWhatARunUses) {
+  RunResult doctor = RunOnHost({ZygoPath(), "doctor"});
+  EXPECT_EQ(doctor.exit_code, 0) << doctor.out << doctor.err;
+  RunResult run = RunZygo({}, "host", {"/bin/true"});
+  std::string driver = OutcomeField(run, "cgroup_driver");  // "\"v1\""
+  ASSERT_GE(driver.size(), 3u);
+  EXPECT_TRUE(absl::StrContains(doctor.out, "cgroup " + driver.substr(1, driver.size() - 2)))
+      << doctor.out;
+  for (const char* line : {"user namespaces", "seccomp", "landlock", "images"}) {
+    EXPECT_TRUE(absl::StrContains(doctor.out, line)) << line;
+  }
+}
+
+}  // namespace
+}  // namespace zygo::testing
