@@ -52,7 +52,7 @@ TEST(RunCli, BadInputGetsOneClearLineAnd125) {
            {{"--bogus"}, "host", "unknown flag --bogus", false},
            {{"-m", "12q"}, "host", "unknown unit 'q'", false},
            {{}, "dir:/no/such/image", "/no/such/image", true},
-           {{}, "nosuchimage", "image 'nosuchimage' not found", true},
+           {{"--pull=never"}, "nosuchimage", "is not in the store", true},
            {{"-v", "/no/such/src:/data"}, "host", "/no/such/src", true},
        }) {
     RunResult result = RunZygo(c.flags, c.image, {"/bin/true"});

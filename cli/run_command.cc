@@ -101,7 +101,7 @@ int RunCommand(int argc, char** argv, bool verbose) {
   }
   if (!IsBuiltInImage(options.spec.image)) {
     absl::Status applied = ApplyOciImage(options);
-    if (!applied.ok()) return Fail(applied);
+    if (!applied.ok()) return Report(options, core::SetupErrorOutcome(applied), false);
   }
   verbose = verbose || options.verbose;
   absl::StatusOr<core::Plan> plan = core::BuildPlan(options.spec);
