@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -223,6 +225,61 @@ TEST_F(ImageCli, ACorruptBlobIsRefusedAndLeavesNothingTrusted) {
   EXPECT_TRUE(absl::StrContains(pulled.err, "sha256")) << pulled.err;
   EXPECT_EQ(LineCount(pulled.err), 1) << pulled.err;
   EXPECT_TRUE(Zygo({"images"}).out.find("corrupt") == std::string::npos);
+}
+
+}  // namespace
+}  // namespace zygo::testing
+
+namespace zygo::testing {
+namespace {
+
+// A pull killed at any moment leaves a store the next pull uses or repairs, and two
+// pulls of the same image at once both succeed.
+TEST_F(ImageCli, KilledAndConcurrentPullsLeaveAUsableStore) {
+  std::string registry = StartRegistry("anonymous");
+  std::string ref = registry + "/tools/multi:1";
+  Push(BuildImage("busybox-multilayer"), ref);
+  for (int delay_ms : {0, 2, 5, 10, 20, 40, 80}) {
+    fs::remove_all(store_);
+    std::vector<std::string> argv = {ZygoPath(), "pull", "--tls-verify=false", ref};
+    pid_t pid = fork();
+    if (pid == 0) {
+      for (const std::string& var : options_.env) putenv(const_cast<char*>(var.c_str()));
+      int null = open("/dev/null", O_WRONLY);
+      dup2(null, 1);
+      dup2(null, 2);
+      std::vector<char*> args;
+      for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+      args.push_back(nullptr);
+      execv(args[0], args.data());
+      _exit(127);
+    }
+    usleep(delay_ms * 1000);
+    kill(pid, SIGKILL);  // zygo execs zygo-image in place, so this is the puller itself
+    waitpid(pid, nullptr, 0);
+    RunResult again = Zygo({"pull", "--tls-verify=false", ref});
+    ASSERT_EQ(again.exit_code, 0) << "after a kill at " << delay_ms << " ms: " << again.err;
+    RunResult ran = Zygo({"run", ref});
+    EXPECT_EQ(ran.out, "hello\n") << "after a kill at " << delay_ms << " ms: " << ran.err;
+  }
+  fs::remove_all(store_);
+  std::vector<pid_t> pullers;
+  for (int i = 0; i < 3; ++i) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      for (const std::string& var : options_.env) putenv(const_cast<char*>(var.c_str()));
+      std::string zygo = ZygoPath();
+      execl(zygo.c_str(), zygo.c_str(), "pull", "--tls-verify=false", ref.c_str(), nullptr);
+      _exit(127);
+    }
+    pullers.push_back(pid);
+  }
+  for (pid_t pid : pullers) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  }
+  EXPECT_EQ(Zygo({"run", ref}).out, "hello\n");
 }
 
 }  // namespace

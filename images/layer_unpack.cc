@@ -340,6 +340,12 @@ absl::StatusOr<ArchivePtr> OpenDecompressed(const std::string& path) {
   archive_read_support_filter_bzip2(raw.get());
   archive_read_support_format_raw(raw.get());
   if (archive_read_open_filename(raw.get(), path.c_str(), 1 << 16) != ARCHIVE_OK) {
+    // open(2)'s errno when the file is the problem (archive_errno may also be one of
+    // libarchive's own codes, which reuse errno values such as EINVAL and EILSEQ).
+    int err = archive_errno(raw.get());
+    if (err == ENOENT || err == EACCES || err == EPERM || err == ENOTDIR || err == ELOOP) {
+      return base::ErrnoStatus(err, absl::StrCat("opening layer ", path));
+    }
     return ArchiveError(raw.get(), absl::StrCat("opening layer ", path));
   }
   struct archive_entry* entry;

@@ -27,8 +27,9 @@ struct UnpackResult {
 // (".wh.<name>" files and ".wh..wh..opq" markers) as plain empty marker files so that
 // FlattenLayers can apply them. Every entry is created through openat2(RESOLVE_IN_ROOT)
 // (or an equivalent walk) relative to `dest_dir`: refuses, with an error naming the entry,
-// absolute names, "..", symlinks or hardlinks whose target resolves outside the layer
-// root, and writing through a symlinked directory. Ownership and modes are kept where the
+// absolute names, "..", hardlinks whose target lies outside the layer, and writing
+// through a symlinked directory. Symlink targets are data and may point anywhere: they
+// are resolved inside the sandbox's own root. Ownership and modes are kept where the
 // caller may set them; setuid bits are kept (the sandbox mounts nosuid).
 absl::StatusOr<UnpackResult> UnpackLayer(const std::string& layer_file, const std::string& dest_dir,
                                          const UnpackOptions& options = {});

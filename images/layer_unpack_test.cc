@@ -127,7 +127,7 @@ TEST(UnpackLayerTest, CorruptLayersFail) {
   box.ResetDest();
   WriteFile(box.layer, "this is not a tar archive, not even close to one");
   EXPECT_FALSE(UnpackLayer(box.layer, box.dest).ok());
-  EXPECT_FALSE(UnpackLayer(box.root + "/missing.tar", box.dest).ok());
+  EXPECT_TRUE(absl::IsNotFound(UnpackLayer(box.root + "/missing.tar", box.dest).status()));
 }
 
 TEST(UnpackLayerTest, LaterEntriesReplaceEarlierOnes) {
