@@ -190,6 +190,7 @@ class Run {
                               go_read_.get(),
                               report_write_.get(),
                               tasks_fds.data(),
+                              (plan_.namespaces & CLONE_NEWNET) != 0,
                               plan_.spec.hostname.c_str(),
                               plan_.spec.workdir.c_str(),
                               exec_.argv.data(),

@@ -26,6 +26,7 @@ const char* StepName(LaunchStep step) {
       return "umount2(old root, MNT_DETACH)";
     case LaunchStep::kRootReadOnly:
       return "mount_setattr(/, MOUNT_ATTR_RDONLY)";
+    case LaunchStep::kLoopback: return "bring up lo";
     case LaunchStep::kHostname:
       return "sethostname";
     case LaunchStep::kRlimits:

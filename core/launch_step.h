@@ -18,6 +18,7 @@ enum class LaunchStep : int {
   kDetachOldRoot,
   kRootReadOnly,
   kHostname,
+  kLoopback,
   kRlimits,
   kWorkdir,
   kSetGroups,

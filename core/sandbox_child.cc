@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/base/child_report.h"
+#include "core/base/sys/netdevice.h"
 #include "core/base/sys/process.h"
 #include "core/identity.h"
 #include "core/landlock.h"
@@ -64,6 +65,11 @@ void SetUpSandbox(const SandboxChildArgs& args) {
   }
   FailIf(args, BuildRootInChild(plan.mounts));
   FailIfErrno(args, LaunchStep::kHostname, sethostname(args.hostname, strlen(args.hostname)) != 0);
+  if (args.own_network) {
+    // A new network namespace starts with lo down; "loopback only" means lo works.
+    int rc = base::sys::RawSetInterfaceUp("lo");
+    if (rc < 0) Fail(args, {LaunchStep::kLoopback, -rc});
+  }
   FailIf(args, ApplyRlimitsInChild(plan.rlimits));
   FailIfErrno(args, LaunchStep::kWorkdir, chdir(args.workdir) != 0);
   FailIf(args, SetIdsInChild(plan.identity));

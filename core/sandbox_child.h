@@ -16,6 +16,7 @@ struct SandboxChildArgs {
   // v1: the `tasks` files of the sandbox's cgroups, -1-terminated (empty on v2 or
   // without a cgroup). The child writes itself in, then joins a cgroup namespace.
   const int* cgroup_tasks_fds;
+  bool own_network;  // a new network namespace: bring its lo up
   const char* hostname;
   const char* workdir;
   char* const* argv;              // NULL-terminated

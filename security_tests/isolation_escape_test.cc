@@ -34,6 +34,19 @@ TEST(IsolationEscape, OnlyLoopbackInside) {
   EXPECT_TRUE(absl::StrContains(attempt.out, "iface=lo")) << attempt.out;
 }
 
+// "Loopback only" means the sandbox's own lo works: a server and a client inside talk.
+TEST(IsolationEscape, TheSandboxesOwnLoopbackWorks) {
+  RunResult inside =
+      RunZygo({}, "host",
+              {"/usr/bin/python3", "-c",
+               "import socket\n"
+               "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(1)\n"
+               "c = socket.create_connection(s.getsockname(), timeout=2)\n"
+               "a, _ = s.accept(); c.sendall(b'ping'); print(a.recv(4).decode())\n"});
+  EXPECT_EQ(inside.exit_code, 0) << inside.err;
+  EXPECT_EQ(inside.out, "ping\n");
+}
+
 TEST(IsolationEscape, HostLoopbackListenerIsUnreachable) {
   int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in address = {};
