@@ -3,7 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/bytecode_bench.h"
 #include "bench/cold_bench.h"
+#include "bench/pull_bench.h"
 #include "cli/doctor_command.h"
 #include "cli/image_commands.h"
 #include "cli/run_command.h"
@@ -36,6 +38,10 @@ constexpr char kBenchUsage[] = R"(Usage: zygo bench BENCH [flags]
 Benches:
   cold     a one-shot sandbox from start to finish, against bubblewrap and a bare
            run (zygo bench cold --help)
+  pull     pulling an image against skopeo + umoci, and a one-shot run in it
+           against bubblewrap (zygo bench pull --help)
+  bytecode importing ten modules in a Python image with and without its bytecode
+           layer (zygo bench bytecode --help)
 
 warm and load arrive with the supervisor.
 )";
@@ -51,8 +57,10 @@ int BenchCommand(int argc, char** argv) {
     return 0;
   }
   if (strcmp(argv[0], "cold") == 0) return zygo::bench::RunColdBench(argc - 1, argv + 1);
+  if (strcmp(argv[0], "pull") == 0) return zygo::bench::RunPullBench(argc - 1, argv + 1);
+  if (strcmp(argv[0], "bytecode") == 0) return zygo::bench::RunBytecodeBench(argc - 1, argv + 1);
   fprintf(stderr,
-          "zygo bench: unknown bench '%s': only cold exists so far (warm and load arrive "
+          "zygo bench: unknown bench '%s': only cold and pull exist so far (warm and load arrive "
           "with the supervisor)\n",
           argv[0]);
   return 125;

@@ -1,9 +1,13 @@
 #include "cli/run_command.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -14,6 +18,9 @@
 #include "core/outcome.h"
 #include "core/plan.h"
 #include "core/plan_json.h"
+#include "images/build_sandbox.h"
+#include "images/bytecode_layer.h"
+#include "images/venv_cache.h"
 
 namespace zygo::cli {
 namespace {
@@ -30,17 +37,68 @@ bool IsBuiltInImage(const std::string& image) {
   return image == "host" || image.rfind("dir:", 0) == 0;
 }
 
-// An OCI image runs from its flattened root in the store, with its config applied the
-// way docker applies it: Env under -e, WorkingDir unless -w, User unless -u, and
-// Entrypoint + (CMD from the command line, else the image's Cmd).
-absl::Status ApplyOciImage(RunOptions& options) {
+// The image's bytecode root (images/bytecode_layer.h), built on first use, unless
+// ZYGO_BYTECODE=0. A failed build is one warning line, and the image's own root.
+std::string ChooseRoot(images::Store& store, const images::RunnableImage& image,
+                       const RunOptions& options, bool verbose) {
+  const char* wanted = getenv("ZYGO_BYTECODE");
+  if (wanted != nullptr && strcmp(wanted, "0") == 0) return image.rootfs;
+  absl::StatusOr<std::optional<images::BytecodeRoot>> root =
+      images::EnsureBytecodeRoot(store, image, images::RunSandboxJob, options.spec.allow_unlimited);
+  if (!root.ok()) {
+    std::string why(root.status().message());
+    std::replace(why.begin(), why.end(), '\n', ' ');
+    fprintf(stderr, "zygo: warning: no bytecode layer for %s (%s); running it without\n",
+            image.reference.c_str(), why.c_str());
+    return image.rootfs;
+  }
+  if (!root->has_value()) return image.rootfs;
+  if (verbose && (*root)->built) {
+    fprintf(stderr, "zygo: built %s: %lld .pyc files, %.1f MB, in %.0f ms\n",
+            (*root)->reference.c_str(), static_cast<long long>((*root)->pyc_files),
+            (*root)->pyc_bytes / 1e6, (*root)->build_ms);
+  }
+  return (*root)->rootfs;
+}
+
+// --requirements: the cached venv (images/venv_cache.h), read-only at /venv and first
+// on PATH; -e still overrides.
+absl::Status ApplyVenv(images::Store& store, const images::RunnableImage& image,
+                       const std::string& rootfs, RunOptions& options, bool verbose) {
+  core::Spec& spec = options.spec;
+  images::VenvRequest request{options.requirements, options.find_links, spec.allow_unlimited,
+                              spec.allow_host_net};
+  absl::StatusOr<images::Venv> venv =
+      images::EnsureVenv(store, image, rootfs, request, images::RunSandboxJob);
+  if (!venv.ok()) return venv.status();
+  if (verbose) {
+    fprintf(stderr, "zygo: venv %s %s\n", venv->key.substr(0, 19).c_str(),
+            venv->built ? absl::StrFormat("built in %.0f ms", venv->build_ms).c_str() : "reused");
+  }
+  spec.volumes.push_back({venv->path, images::kVenvMountpoint, /*read_only=*/true});
+  std::vector<std::string> env = images::VenvEnvironment(image.config.env);
+  spec.env.insert(spec.env.begin(), env.begin(), env.end());
+  return absl::OkStatus();
+}
+
+// An OCI image runs from its flattened root in the store (or its bytecode root), with
+// its config applied the way docker applies it: Env under -e, WorkingDir unless -w,
+// User unless -u, and Entrypoint + (CMD from the command line, else the image's Cmd).
+absl::Status ApplyOciImage(RunOptions& options, bool verbose) {
   core::Spec& spec = options.spec;
   absl::StatusOr<images::RunnableImage> image =
       ResolveImageForRun(spec.image, options.pull, options.tls_verify);
   if (!image.ok()) return image.status();
+  absl::StatusOr<images::Store> store = images::Store::Open(images::Store::DefaultRoot());
+  if (!store.ok()) return store.status();
+  std::string rootfs = ChooseRoot(*store, *image, options, verbose);
+  if (!options.requirements.empty()) {
+    absl::Status venv = ApplyVenv(*store, *image, rootfs, options, verbose);
+    if (!venv.ok()) return venv;
+  }
   const images::ImageConfig& config = image->config;
   spec.image_name = spec.image;
-  spec.image = "dir:" + image->rootfs;
+  spec.image = "dir:" + rootfs;
   spec.image_env = config.env;
   if (!options.workdir_set && !config.working_dir.empty()) spec.workdir = config.working_dir;
   if (!options.user_set && !config.user.empty()) {
@@ -100,7 +158,7 @@ int RunCommand(int argc, char** argv, bool verbose) {
     return 0;
   }
   if (!IsBuiltInImage(options.spec.image)) {
-    absl::Status applied = ApplyOciImage(options);
+    absl::Status applied = ApplyOciImage(options, verbose || options.verbose);
     if (!applied.ok()) return Report(options, core::SetupErrorOutcome(applied), false);
   }
   verbose = verbose || options.verbose;

@@ -28,6 +28,8 @@ enum LongOnly {
   kAllowHostNet,
   kPull,
   kTlsVerify,
+  kRequirements,
+  kFindLinks,
 };
 
 const struct option kOptions[] = {
@@ -45,6 +47,8 @@ const struct option kOptions[] = {
     {"allow-host-net", no_argument, nullptr, kAllowHostNet},
     {"pull", required_argument, nullptr, kPull},
     {"tls-verify", optional_argument, nullptr, kTlsVerify},
+    {"requirements", required_argument, nullptr, kRequirements},
+    {"find-links", required_argument, nullptr, kFindLinks},
     {"outcome", required_argument, nullptr, kOutcome},
     {"dry-run", no_argument, nullptr, kDryRun},
     {"json", no_argument, nullptr, kJson},
@@ -156,6 +160,12 @@ absl::Status ApplyOption(int option, const char* value, RunOptions* options) {
             absl::StrCat("--tls-verify='", value, "' must be true or false"));
       }
       return absl::OkStatus();
+    case kRequirements:
+      options->requirements = value;
+      return absl::OkStatus();
+    case kFindLinks:
+      options->find_links = value;
+      return absl::OkStatus();
     case kOutcome:
       options->outcome_path = value;
       return absl::OkStatus();
@@ -212,6 +222,13 @@ absl::StatusOr<RunOptions> ParseRunFlags(int argc, char** argv) {
   if (options.spec.argv.empty() && built_in) {
     return absl::InvalidArgumentError("missing CMD: zygo run [flags] IMAGE CMD [ARG...]");
   }
+  if (!options.requirements.empty() && built_in) {
+    return absl::InvalidArgumentError(
+        "--requirements needs an OCI image (a venv is built with its pip)");
+  }
+  if (!options.find_links.empty() && options.requirements.empty()) {
+    return absl::InvalidArgumentError("--find-links goes with --requirements");
+  }
   return options;
 }
 
@@ -254,7 +271,15 @@ Flags:
       --pull POLICY     missing (default), always or never
       --tls-verify=false
                         pull over plain HTTP (a registry on loopback)
+      --requirements FILE
+                        a venv of FILE's packages, read-only at /venv (VIRTUAL_ENV,
+                        PATH first): built once with the image's own pip, then
+                        reused for the same image and the same bytes of FILE
+      --find-links DIR  pip installs from DIR's wheels only (--no-index), offline
   -h, --help            this text
+
+An image whose Python stdlib has no .pyc files runs from a root with them, compiled
+once on first use (ZYGO_BYTECODE=0 turns this off; a failed build is a warning).
 
 Exit codes: the command's own; 128+N when signal N ended it; 137 when the deadline or
 the OOM killer killed it; 125 when zygo itself failed; 126 not executable;

@@ -21,6 +21,8 @@ struct RunOptions {
   bool user_set = false;     // -u given: the image's User does not apply
   PullPolicy pull = PullPolicy::kMissing;
   bool tls_verify = true;
+  std::string requirements;  // --requirements FILE: a cached venv at /venv
+  std::string find_links;    // --find-links DIR: pip's wheels, offline
 };
 
 // `args` excludes the program name and the word "run". Flags stop at IMAGE, so the

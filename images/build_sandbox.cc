@@ -1,0 +1,111 @@
+#include "images/build_sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/errno_status.h"
+#include "core/base/status_macros.h"
+#include "core/base/unique_fd.h"
+#include "core/cgroup.h"
+#include "core/launch.h"
+#include "core/outcome.h"
+#include "core/plan.h"
+#include "core/spec.h"
+
+namespace zygo::images {
+namespace {
+
+core::Spec SpecFor(const SandboxJob& job) {
+  core::Spec spec;
+  spec.image = "dir:" + job.rootfs;
+  spec.image_name = job.rootfs;
+  spec.argv = job.argv;
+  spec.image_env = job.image_env;
+  spec.env = job.env;
+  for (const JobMount& mount : job.mounts) {
+    spec.volumes.push_back({mount.host, mount.sandbox, mount.read_only});
+  }
+  spec.memory_bytes = job.memory_bytes;
+  // compileall -j0 and pip's wheel builds use every CPU they see; the cgroup should let them.
+  spec.cpus = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+  spec.pids_limit = 512;
+  spec.timeout_ms = job.timeout_ms;
+  spec.tmp_size_bytes = 256LL << 20;
+  spec.allow_unlimited = job.allow_unlimited;
+  spec.allow_host_net = job.allow_host_net;
+  return spec;
+}
+
+// Points this process's stdin at /dev/null and stdout/stderr at a file until destroyed,
+// so the sandbox child, which inherits fds 0-2 at clone, writes there. Core's Spec has
+// no stdio settings, and `zygo run` is single-threaded while it builds, so swapping the
+// process's own fds for the length of one Launch is safe.
+// TODO(images issue 3): a stdio setting in core::Spec would make this unnecessary.
+class StdioRedirect {
+ public:
+  static absl::StatusOr<std::unique_ptr<StdioRedirect>> To(const std::string& path) {
+    base::UniqueFd file(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (!file.valid()) return base::ErrnoStatus(errno, absl::StrCat("open(", path, ")"));
+    base::UniqueFd null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    if (!null.valid()) return base::ErrnoStatus(errno, "open(/dev/null)");
+    auto redirect = std::unique_ptr<StdioRedirect>(new StdioRedirect());
+    fflush(stdout);
+    fflush(stderr);
+    for (int fd = 0; fd <= 2; ++fd) {
+      redirect->saved_[fd].Reset(::fcntl(fd, F_DUPFD_CLOEXEC, 3));
+      if (!redirect->saved_[fd].valid()) return base::ErrnoStatus(errno, "dup(stdio)");
+      int from = fd == 0 ? null.get() : file.get();
+      if (::dup2(from, fd) < 0) return base::ErrnoStatus(errno, "dup2(stdio)");
+    }
+    return redirect;
+  }
+  ~StdioRedirect() {
+    for (int fd = 0; fd <= 2; ++fd) {
+      if (saved_[fd].valid()) ::dup2(saved_[fd].get(), fd);
+    }
+  }
+
+ private:
+  StdioRedirect() = default;
+  base::UniqueFd saved_[3];
+};
+
+}  // namespace
+
+absl::StatusOr<int> RunSandboxJob(const SandboxJob& job) {
+  ZYGO_ASSIGN_OR_RETURN(core::Plan plan, core::BuildPlan(SpecFor(job)));
+  absl::StatusOr<std::unique_ptr<core::CgroupDriver>> driver = core::ProbeCgroupDriver();
+  std::unique_ptr<StdioRedirect> redirect;
+  if (!job.output.empty()) {
+    ZYGO_ASSIGN_OR_RETURN(redirect, StdioRedirect::To(job.output));
+  }
+  absl::StatusOr<core::Outcome> launched =
+      core::Launch(plan, driver.ok() ? driver->get() : nullptr);
+  redirect.reset();
+  ZYGO_ASSIGN_OR_RETURN(core::Outcome outcome, std::move(launched));
+  switch (outcome.status) {
+    case core::OutcomeStatus::kOk:
+    case core::OutcomeStatus::kNonzeroExit:
+      return outcome.exit_code;
+    case core::OutcomeStatus::kTimeout:
+      return absl::DeadlineExceededError(
+          absl::StrCat("timed out after ", job.timeout_ms / 1000, " s"));
+    case core::OutcomeStatus::kOom:
+      return absl::ResourceExhaustedError(
+          absl::StrCat("killed by the OOM killer at ", job.memory_bytes >> 20, " MiB"));
+    case core::OutcomeStatus::kSignaled:
+      return absl::AbortedError(absl::StrCat("killed by signal ", outcome.signal));
+    default:
+      return absl::InternalError(outcome.error.empty()
+                                     ? std::string(core::OutcomeStatusName(outcome.status))
+                                     : outcome.error);
+  }
+}
+
+}  // namespace zygo::images

@@ -1,0 +1,43 @@
+// A job that image code runs inside a sandbox of an image's own root (compiling its
+// bytecode, building a venv), described without depending on core: the caller passes a
+// SandboxRunner, normally RunSandboxJob (images/build_sandbox.h, core's Plan and Launch).
+#ifndef ZYGO_IMAGES_SANDBOX_JOB_H_
+#define ZYGO_IMAGES_SANDBOX_JOB_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace zygo::images {
+
+struct JobMount {
+  std::string host;     // an existing host directory
+  std::string sandbox;  // where it appears; must exist as a directory in `rootfs`
+  bool read_only = true;
+};
+
+struct SandboxJob {
+  std::string rootfs;                  // a flattened root in the store
+  std::vector<std::string> argv;       // argv[0] looked up on the image's PATH
+  std::vector<std::string> image_env;  // the image config's Env
+  std::vector<std::string> env;        // KEY=VALUE over the image's
+  std::vector<JobMount> mounts;
+  // Host file that gets the job's stdout and stderr (created or truncated); its stdin is
+  // /dev/null. Empty: all three are the caller's.
+  std::string output;
+  int64_t timeout_ms = 600'000;  // generous: a slow disk must not fail a build
+  int64_t memory_bytes = 1LL << 30;
+  bool allow_unlimited = false;  // as the user's own run allows
+  bool allow_host_net = false;   // as the user's own run allows (pip from an index)
+};
+
+// Runs `job` to completion and returns its exit code. An error means it could not be
+// started, or did not exit by itself (timeout, OOM kill, signal). Parent side.
+using SandboxRunner = std::function<absl::StatusOr<int>(const SandboxJob& job)>;
+
+}  // namespace zygo::images
+
+#endif  // ZYGO_IMAGES_SANDBOX_JOB_H_
