@@ -17,6 +17,9 @@
 namespace zygo::cli {
 namespace {
 
+// How derived roots (the bytecode layer) are named after their image.
+constexpr char kDerivedMarker[] = "+bytecode.";
+
 int Fail(const absl::Status& status) {
   fprintf(stderr, "zygo: %s\n", std::string(status.message()).c_str());
   return 125;
@@ -92,11 +95,26 @@ int RmiCommand(int argc, char** argv) {
   absl::StatusOr<images::Store> store = images::Store::Open(images::Store::DefaultRoot());
   if (!store.ok()) return Fail(store.status());
   for (int i = 0; i < argc; ++i) {
-    absl::StatusOr<images::Reference> ref = images::ParseReference(argv[i]);
+    // "<image>+bytecode.<key>" names a derived root: it is removed as written.
+    std::string text = argv[i];
+    size_t derived = text.find(kDerivedMarker);
+    absl::StatusOr<images::Reference> ref = images::ParseReference(text.substr(0, derived));
     if (!ref.ok()) return Fail(ref.status());
-    absl::Status removed = store->Remove(ref->Canonical());
+    std::string canonical = ref->Canonical();
+    if (derived != std::string::npos) canonical += text.substr(derived);
+    absl::Status removed = store->Remove(canonical);
     if (!removed.ok()) return Fail(removed);
-    printf("untagged %s\n", ref->Familiar().c_str());
+    printf("untagged %s\n", text.c_str());
+    if (derived != std::string::npos) continue;
+    // An image's derived roots go with it, or they would keep its layers from a prune.
+    absl::StatusOr<std::vector<images::ImageRecord>> records = store->List();
+    if (!records.ok()) return Fail(records.status());
+    for (const images::ImageRecord& record : *records) {
+      if (record.reference.rfind(canonical + kDerivedMarker, 0) != 0) continue;
+      absl::Status gone = store->Remove(record.reference);
+      if (!gone.ok()) return Fail(gone);
+      printf("untagged %s\n", record.reference.c_str());
+    }
   }
   fprintf(stderr, "layers stay until `zygo image prune`\n");
   return 0;

@@ -191,6 +191,15 @@ TEST_F(PythonImageCli, BytecodeLayerIsBuiltOnFirstUseAndUsedAfter) {
   RunResult pruned = Zygo({"-v", "run", "py:test", "python3", "-c", kBytecodeProbe});
   EXPECT_EQ(pruned.out, "True\n1\n") << pruned.err;
   EXPECT_FALSE(absl::StrContains(pruned.err, "zygo: built")) << pruned.err;
+  // rmi of the image takes its derived root with it; a prune then frees everything.
+  RunResult listed = Zygo({"images"});
+  ASSERT_TRUE(absl::StrContains(listed.out, "+bytecode.")) << listed.out;
+  RunResult removed = Zygo({"rmi", "py:test"});
+  EXPECT_EQ(removed.exit_code, 0) << removed.err;
+  EXPECT_TRUE(absl::StrContains(removed.out, "+bytecode.")) << removed.out;
+  EXPECT_FALSE(absl::StrContains(Zygo({"images"}).out, "py:test"));
+  ASSERT_EQ(Zygo({"image", "prune"}).exit_code, 0);
+  EXPECT_TRUE(fs::is_empty(store_ + "/rootfs/sha256")) << "roots left after rmi + prune";
 }
 
 TEST_F(PythonImageCli, ConcurrentFirstRunsBuildTheLayerOnce) {
