@@ -161,25 +161,29 @@ absl::StatusOr<size_t> ReceiveFromKernel(int fd, std::vector<char>& buffer) {
   }
 }
 
-// Reads replies until every sequence number in [first, last] has had its ACK or error, or
-// `batch_seq` (the BATCH_BEGIN, if any) got an error, which means the kernel refused the
-// batch as a whole. Data messages for our numbers go to `on_data`. Returns the first kernel
-// error by sequence number, if any.
+// Reads replies until `done_seq` has had its ACK or error, or `batch_seq` (the BATCH_BEGIN,
+// if any) got an error, which means the kernel refused the batch as a whole. Only numbers in
+// [first, done_seq] (and `batch_seq`) count; others are late replies to earlier calls. Data
+// messages go to `on_data`. Returns the first kernel error by sequence number, if any.
+//
+// nfnetlink reports every failed message of a batch whether or not it asked for an ACK,
+// keeps going after a failure, and delivers all reports in message order after the batch
+// (nfnetlink_rcv_batch), so the reply to the last message comes last. Asking only the last
+// message for an ACK keeps the replies to a handful however long the ruleset is, so they
+// cannot overflow the socket's receive buffer.
 absl::StatusOr<std::optional<KernelError>> AwaitReplies(
-    int fd, uint32_t first, uint32_t last, std::optional<uint32_t> batch_seq,
+    int fd, uint32_t first, uint32_t done_seq, std::optional<uint32_t> batch_seq,
     const std::function<void(const nlmsghdr*)>& on_data) {
-  std::vector<bool> answered(last - first + 1, false);
-  size_t remaining = answered.size();
   std::optional<KernelError> first_error;
   std::vector<char> buffer(kReceiveBufferSize);
-  while (remaining > 0) {
+  for (bool done = false; !done;) {
     ZYGO_ASSIGN_OR_RETURN(size_t size, ReceiveFromKernel(fd, buffer));
     int left = static_cast<int>(size);
     for (const nlmsghdr* nlh = reinterpret_cast<const nlmsghdr*>(buffer.data());
          mnl_nlmsg_ok(nlh, left); nlh = mnl_nlmsg_next(nlh, &left)) {
       const uint32_t seq = nlh->nlmsg_seq;
       const bool is_batch = batch_seq.has_value() && seq == *batch_seq;
-      if (!is_batch && (seq < first || seq > last)) continue;  // a late reply to an earlier call
+      if (!is_batch && (seq < first || seq > done_seq)) continue;
       if (nlh->nlmsg_type != NLMSG_ERROR) {
         if (on_data) on_data(nlh);
         continue;
@@ -189,11 +193,7 @@ absl::StatusOr<std::optional<KernelError>> AwaitReplies(
       if (error->error != 0 && (!first_error.has_value() || is_batch || seq < first_error->seq)) {
         first_error = KernelError{seq, -error->error};
       }
-      if (is_batch && error->error != 0) return first_error;
-      if (!is_batch && !answered[seq - first]) {
-        answered[seq - first] = true;
-        --remaining;
-      }
+      if ((is_batch && error->error != 0) || seq == done_seq) done = true;
     }
   }
   return first_error;
@@ -211,11 +211,11 @@ void NftBatch::Add(uint16_t type, uint16_t flags, std::string what,
                    const std::function<void(nlmsghdr*)>& payload) {
   const size_t offset = buffer_.size();
   buffer_.resize(offset + kMessageRoom);
-  nlmsghdr* nlh =
-      nftnl_nlmsg_build_hdr(buffer_.data() + offset, type, NFPROTO_INET, flags | NLM_F_ACK, seq_++);
+  nlmsghdr* nlh = nftnl_nlmsg_build_hdr(buffer_.data() + offset, type, NFPROTO_INET, flags, seq_++);
   payload(nlh);
   buffer_.resize(offset + NLMSG_ALIGN(nlh->nlmsg_len));
   messages_.push_back({type, std::move(what)});
+  last_offset_ = offset;
 }
 
 void NftBatch::AddRuleset(const NftRuleset& ruleset) {
@@ -291,6 +291,9 @@ void NftBatch::DeleteElement(const NftElement& element) {
 
 const std::vector<char>& NftBatch::Finish() {
   if (!finished_) {
+    if (!messages_.empty()) {
+      reinterpret_cast<nlmsghdr*>(buffer_.data() + last_offset_)->nlmsg_flags |= NLM_F_ACK;
+    }
     const size_t offset = buffer_.size();
     buffer_.resize(offset + kMessageRoom);
     const nlmsghdr* nlh = nftnl_batch_end(buffer_.data() + offset, seq_);
@@ -315,7 +318,11 @@ absl::Status NftBatch::ErrorFor(uint32_t seq, int err) const {
   const bool missing_expression =
       err == ENOENT && message != nullptr && message->type == NFT_MSG_NEWRULE;
   if (IsMissingFeature(err) || missing_expression) {
-    return absl::UnimplementedError(absl::StrCat("nftables is not available: ", detail));
+    return absl::UnimplementedError(absl::StrCat(
+        "nftables is not available: ", detail,
+        missing_expression ? "; the kernel likely lacks a module for one of its expressions "
+                             "(nft_ct, nft_meta, nft_payload, nft_lookup...)"
+                           : ""));
   }
   if (err == EPERM && message == nullptr) {
     return absl::PermissionDeniedError(absl::StrCat(

@@ -18,8 +18,9 @@ struct nlmsghdr;
 
 namespace zygo::net::internal {
 
-// One batch: BATCH_BEGIN, the added messages, BATCH_END. Every added message asks for an
-// ACK, and remembers what it does ("adding set inet zygo allowed4") for error messages.
+// One batch: BATCH_BEGIN, the added messages, BATCH_END. The last message asks for an ACK
+// (the kernel reports failures of the others anyway), and each remembers what it does
+// ("creating set inet zygo allowed4 ...") for error messages.
 class NftBatch {
  public:
   // `first_seq` numbers the BATCH_BEGIN; messages take the following numbers.
@@ -58,11 +59,12 @@ class NftBatch {
   uint32_t seq_;
   std::vector<char> buffer_;
   std::vector<Message> messages_;  // message i has number first_seq_ + 1 + i
+  size_t last_offset_ = 0;         // where the last message starts in buffer_
   bool finished_ = false;
 };
 
 // Sends `batch` on the NETLINK_NETFILTER socket `netlink_fd` (borrowed) and reads replies
-// until the kernel has answered every message. OK only if the transaction committed.
+// until the kernel has answered the last message. OK only if the transaction committed.
 // Otherwise the first error, naming its message and errno; Unimplemented ("nftables is not
 // available: ...") when the kernel lacks nf_tables, the inet family or an expression.
 // Parent side; not safe to call concurrently on one socket.
