@@ -1,8 +1,10 @@
 #include "cli/run_command.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -21,6 +23,8 @@
 #include "images/build_sandbox.h"
 #include "images/bytecode_layer.h"
 #include "images/venv_cache.h"
+#include "net/network_helper.h"
+#include "net/sandbox_network_plan.h"
 
 namespace zygo::cli {
 namespace {
@@ -146,6 +150,63 @@ void PrintPlanText(const core::Plan& plan, const char* driver) {
          plan.seccomp.allowed_syscalls, plan.landlock.abi, plan.landlock.rules.size());
 }
 
+// --net egress/full: checked here, before any clone. nullopt for the other modes.
+// ZYGO_PASTA and ZYGO_DNS_UPSTREAM point at a test's pasta and fake DNS server.
+absl::StatusOr<std::optional<net::SandboxNetworkPlan>> PlanNetwork(const core::Spec& spec) {
+  if (spec.net != core::NetMode::kEgress && spec.net != core::NetMode::kFull) {
+    return std::optional<net::SandboxNetworkPlan>();
+  }
+  net::SandboxNetworkRequest request;
+  request.mode = spec.net == core::NetMode::kEgress ? net::SandboxNetMode::kEgress
+                                                    : net::SandboxNetMode::kFull;
+  request.allow = spec.allow;
+  if (const char* pasta = getenv("ZYGO_PASTA"); pasta != nullptr && *pasta != '\0') {
+    request.pasta_path = pasta;
+  }
+  if (const char* dns = getenv("ZYGO_DNS_UPSTREAM"); dns != nullptr) request.dns_upstream = dns;
+  absl::StatusOr<net::SandboxNetworkPlan> plan = net::PlanSandboxNetwork(request);
+  if (!plan.ok()) return plan.status();
+  return std::optional<net::SandboxNetworkPlan>(*std::move(plan));
+}
+
+// zygo-net (net/zygo_net_main.cc) sits next to zygo (an install), in bazel-bin/net, or in
+// zygo's runfiles.
+absl::StatusOr<std::string> NetworkHelperPath() {
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n > 0) {
+    self[n] = '\0';
+    std::string dir(self, strrchr(self, '/') - self);
+    for (const std::string& candidate : {dir + "/zygo-net", dir + "/../net/zygo-net",
+                                         std::string(self) + ".runfiles/zygo/net/zygo-net"}) {
+      if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    }
+  }
+  return absl::NotFoundError(
+      "zygo-net (the network helper for --net egress/full) is not installed next to zygo");
+}
+
+// Launches the plan; with a network plan, hooks the network up before the child goes and
+// stops pasta and the resolver once the sandbox has ended, however it ended.
+absl::StatusOr<core::Outcome> LaunchWithNetwork(
+    const core::Plan& plan, core::CgroupDriver* cgroups,
+    const std::optional<net::SandboxNetworkPlan>& network_plan) {
+  if (!network_plan.has_value()) return core::Launch(plan, cgroups);
+  absl::StatusOr<std::string> helper = NetworkHelperPath();
+  if (!helper.ok()) return helper.status();
+  std::unique_ptr<net::NetworkHelper> network;
+  absl::StatusOr<core::Outcome> outcome =
+      core::Launch(plan, cgroups, [&](pid_t pid) -> absl::Status {
+        absl::StatusOr<std::unique_ptr<net::NetworkHelper>> started =
+            net::NetworkHelper::Start(*helper, pid, *network_plan);
+        if (!started.ok()) return started.status();
+        network = *std::move(started);
+        return absl::OkStatus();
+      });
+  if (network) network->Stop();
+  return outcome;
+}
+
 }  // namespace
 
 int RunCommand(int argc, char** argv, bool verbose) {
@@ -166,6 +227,10 @@ int RunCommand(int argc, char** argv, bool verbose) {
   double plan_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (!plan.ok()) return Report(options, core::SetupErrorOutcome(plan.status(), plan_ms), false);
+  absl::StatusOr<std::optional<net::SandboxNetworkPlan>> network_plan = PlanNetwork(plan->spec);
+  if (!network_plan.ok()) {
+    return Report(options, core::SetupErrorOutcome(network_plan.status(), plan_ms), false);
+  }
 
   absl::StatusOr<std::unique_ptr<core::CgroupDriver>> driver = core::ProbeCgroupDriver();
   core::CgroupDriver* cgroups = driver.ok() ? driver->get() : nullptr;
@@ -178,7 +243,7 @@ int RunCommand(int argc, char** argv, bool verbose) {
     }
     return 0;
   }
-  absl::StatusOr<core::Outcome> outcome = core::Launch(*plan, cgroups);
+  absl::StatusOr<core::Outcome> outcome = LaunchWithNetwork(*plan, cgroups, *network_plan);
   if (!outcome.ok())
     return Report(options, core::SetupErrorOutcome(outcome.status(), plan_ms), false);
   outcome->plan_ms = plan_ms;

@@ -30,6 +30,8 @@ enum LongOnly {
   kTlsVerify,
   kRequirements,
   kFindLinks,
+  kNet,
+  kAllow,
 };
 
 const struct option kOptions[] = {
@@ -45,6 +47,8 @@ const struct option kOptions[] = {
     {"tmp-size", required_argument, nullptr, kTmpSize},
     {"allow-unlimited", no_argument, nullptr, kAllowUnlimited},
     {"allow-host-net", no_argument, nullptr, kAllowHostNet},
+    {"net", required_argument, nullptr, kNet},
+    {"allow", required_argument, nullptr, kAllow},
     {"pull", required_argument, nullptr, kPull},
     {"tls-verify", optional_argument, nullptr, kTlsVerify},
     {"requirements", required_argument, nullptr, kRequirements},
@@ -139,6 +143,23 @@ absl::Status ApplyOption(int option, const char* value, RunOptions* options) {
       return absl::OkStatus();
     case kAllowHostNet:
       spec.allow_host_net = true;
+      return absl::OkStatus();
+    case kNet:
+      if (strcmp(value, "none") == 0) {
+        spec.net = core::NetMode::kNone;
+      } else if (strcmp(value, "egress") == 0) {
+        spec.net = core::NetMode::kEgress;
+      } else if (strcmp(value, "full") == 0) {
+        spec.net = core::NetMode::kFull;
+      } else if (strcmp(value, "host") == 0) {
+        spec.net = core::NetMode::kHost;
+      } else {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--net '", value, "': use none, egress, full or host"));
+      }
+      return absl::OkStatus();
+    case kAllow:
+      spec.allow.push_back(value);
       return absl::OkStatus();
     case kPull:
       if (strcmp(value, "missing") == 0) {
@@ -261,7 +282,12 @@ Flags:
       --hostname NAME   hostname inside (default zygo)
   -u, --user UID[:GID]  numeric ids inside (default 0:0, mapped to your own ids)
       --allow-unlimited run without limits when no cgroup can be made
-      --allow-host-net  share the host's network (default: loopback only)
+      --net MODE        none (default: loopback only); egress (only --allow'ed names,
+                        through Zygo's resolver and pasta); full (public addresses only,
+                        never private/LAN/metadata ranges); host (needs --allow-host-net)
+      --allow HOST:PORT with --net egress: a name (or *.domain) and port the sandbox
+                        may resolve and connect to; repeatable
+      --allow-host-net  share the host's network (alone, it means --net host)
       --outcome FILE    write how the run ended as JSON (status, exit_code, timed_out,
                         oom_killed, peak_rss_kb, wall_ms, timings, limits)
       --dry-run         print the plan and run nothing (with --json: as JSON)

@@ -58,6 +58,18 @@ TEST(ParseRunFlags, OnlyAllowFlagsLoosen) {
   EXPECT_TRUE(options->spec.allow_host_net);
 }
 
+TEST(ParseRunFlags, NetAndAllow) {
+  auto options = Parse(
+      {"--net", "egress", "--allow", "a.test:443", "--allow", "*.b.test:80", "host", "/bin/true"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->spec.net, core::NetMode::kEgress);
+  EXPECT_EQ(options->spec.allow, (std::vector<std::string>{"a.test:443", "*.b.test:80"}));
+  auto none = Parse({"host", "/bin/true"});
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->spec.net, core::NetMode::kNone);
+  EXPECT_FALSE(Parse({"--net", "bogus", "host", "/bin/true"}).ok());
+}
+
 TEST(ParseRunFlags, BadInputNamesTheProblem) {
   struct Case {
     std::vector<std::string> args;

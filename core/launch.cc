@@ -130,8 +130,8 @@ absl::StatusOr<std::unique_ptr<Cgroup>> MakeCgroup(const Plan& plan, CgroupDrive
 
 class Run {
  public:
-  Run(const Plan& plan, std::unique_ptr<Cgroup> cgroup)
-      : plan_(plan), cgroup_(std::move(cgroup)), exec_(plan) {}
+  Run(const Plan& plan, std::unique_ptr<Cgroup> cgroup, const BeforeRelease& before_release)
+      : plan_(plan), cgroup_(std::move(cgroup)), exec_(plan), before_release_(before_release) {}
 
   ~Run() {
     if (pidfd_.valid() && !reaped_) {
@@ -221,6 +221,8 @@ class Run {
   // Writes the id maps, then lets the child run (it joins a v1 cgroup itself).
   absl::Status ReleaseChild() {
     ZYGO_RETURN_IF_ERROR(WriteIdMapsFromParent(pid_, plan_.identity));
+    // After the maps: pasta joins the user namespace and must find root mapped.
+    if (before_release_) ZYGO_RETURN_IF_ERROR(before_release_(pid_));
     char go = 1;
     if (write(go_write_.get(), &go, 1) != 1) return base::ErrnoStatus(errno, "write(go pipe)");
     go_write_.Reset();
@@ -278,6 +280,8 @@ class Run {
     outcome.cpus = plan_.cgroup_limits.cpus;
     outcome.pids_limit = plan_.cgroup_limits.pids_max;
     outcome.timeout_ms = plan_.spec.timeout_ms;
+    outcome.net_mode = NetModeName(plan_.spec.net);
+    outcome.allow = plan_.spec.allow;
     outcome.timed_out = timed_out_;
     outcome.peak_rss_kb = usage.ru_maxrss;
     outcome.cpu_user_ms = usage.ru_utime.tv_sec * 1000 + usage.ru_utime.tv_usec / 1000;
@@ -346,6 +350,7 @@ class Run {
   const Plan& plan_;
   std::unique_ptr<Cgroup> cgroup_;
   ExecArrays exec_;
+  const BeforeRelease& before_release_;
   UniqueFd go_read_, go_write_, report_read_, report_write_, signal_fd_, pidfd_;
   std::vector<UniqueFd> tasks_files_;  // v1: the child writes itself into these
   pid_t pid_ = -1;
@@ -357,9 +362,10 @@ class Run {
 
 }  // namespace
 
-absl::StatusOr<Outcome> Launch(const Plan& plan, CgroupDriver* driver) {
+absl::StatusOr<Outcome> Launch(const Plan& plan, CgroupDriver* driver,
+                               const BeforeRelease& before_release) {
   ZYGO_ASSIGN_OR_RETURN(std::unique_ptr<Cgroup> cgroup, MakeCgroup(plan, driver));
-  Run run(plan, std::move(cgroup));
+  Run run(plan, std::move(cgroup), before_release);
   return run.Execute();
 }
 

@@ -4,6 +4,10 @@
 #ifndef ZYGO_CORE_LAUNCH_H_
 #define ZYGO_CORE_LAUNCH_H_
 
+#include <sys/types.h>
+
+#include <functional>
+
 #include "absl/status/statusor.h"
 #include "core/cgroup.h"
 #include "core/outcome.h"
@@ -16,7 +20,14 @@ namespace zygo::core {
 // sandbox at all (cgroup refused, clone failed); failures inside the child come back
 // as an Outcome with status setup_error. Every cgroup, pipe and process it made is
 // gone when it returns.
-absl::StatusOr<Outcome> Launch(const Plan& plan, CgroupDriver* driver);
+//
+// `before_release`, when set, runs in the parent after the child's id maps are written
+// and before it is let go, with the child's pid: its namespaces exist but nothing runs in
+// them yet (the network hookup: firewall, pasta, resolver). An error from it kills the
+// child and is returned as Launch's error.
+using BeforeRelease = std::function<absl::Status(pid_t pid)>;
+absl::StatusOr<Outcome> Launch(const Plan& plan, CgroupDriver* driver,
+                               const BeforeRelease& before_release = nullptr);
 
 }  // namespace zygo::core
 

@@ -1,5 +1,6 @@
 #include "core/mount_plan.h"
 
+#include <fcntl.h>
 #include <linux/mount.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -88,6 +89,14 @@ class PlanWriter {
     op.attr_set = kReadOnlyAttrs;
     op.recursive = recursive;
     plan_->ops.push_back(std::move(op));
+  }
+  // A file with `content` in the staging tmpfs, bound read-only at `path`: nothing is
+  // written on the host, and the image (a directory one included) is never changed.
+  void WriteFile(absl::string_view staging_name, absl::string_view path, std::string content) {
+    MountOp op{MountOpKind::kWriteFile, "", std::string(staging_name), std::string(path),
+               std::move(content)};
+    plan_->ops.push_back(std::move(op));
+    Bind(std::string(staging_name), path, kReadOnlyAttrs, /*recursive=*/false);
   }
   bool created(absl::string_view path) const { return created_.count(std::string(path)) > 0; }
 
@@ -281,6 +290,30 @@ absl::Status AddVolumes(PlanWriter& w, const ImageRoot& root, const Spec& spec, 
   return absl::OkStatus();
 }
 
+// --net egress: the sandbox asks Zygo's resolver on its own loopback. --net full: the
+// host's resolv.conf as it is (a stub resolver on the host's loopback is not reachable
+// from the sandbox; see docs/network.md). Other modes keep the image's own file.
+absl::Status AddResolvConf(PlanWriter& w, const ImageRoot& root, const Spec& spec) {
+  std::string content;
+  if (spec.net == NetMode::kEgress) {
+    content = "nameserver 127.0.0.53\noptions edns0\n";
+  } else if (spec.net == NetMode::kFull) {
+    int fd = open("/etc/resolv.conf", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return base::ErrnoStatus(errno, "open(/etc/resolv.conf) for --net full");
+    char buffer[8192];
+    ssize_t n;
+    while ((n = read(fd, buffer, sizeof(buffer))) > 0 || (n < 0 && errno == EINTR)) {
+      if (n > 0) content.append(buffer, static_cast<size_t>(n));
+    }
+    close(fd);
+  } else {
+    return absl::OkStatus();
+  }
+  ZYGO_RETURN_IF_ERROR(EnsureMountpoint(w, root, "/etc/resolv.conf", /*is_dir=*/false));
+  w.WriteFile("/zygo-resolv.conf", "/etc/resolv.conf", std::move(content));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 bool MountOp::read_only() const {
@@ -303,6 +336,7 @@ absl::StatusOr<MountPlan> BuildMountPlan(const Spec& spec) {
   ZYGO_RETURN_IF_ERROR(EnsureMountpoint(w, root, "/tmp", true));
   w.Tmpfs("/tmp", absl::StrCat("mode=1777,size=", spec.tmp_size_bytes), MS_NOSUID | MS_NODEV);
   plan.writable_paths = {"/tmp", "/dev/shm"};
+  ZYGO_RETURN_IF_ERROR(AddResolvConf(w, root, spec));
   ZYGO_RETURN_IF_ERROR(AddVolumes(w, root, spec, &plan));
   // Nothing may be created in /dev once it is built; the device binds stay writable.
   w.ReadOnly("/dev", /*recursive=*/false);

@@ -20,13 +20,14 @@ inline constexpr char kOldRoot[] = "/oldroot";
 inline constexpr char kNewRoot[] = "/newroot";
 
 enum class MountOpKind {
-  kMkdir,     // target
-  kTouch,     // target: an empty file to bind a file onto
-  kSymlink,   // target -> source
-  kBind,      // source (under kOldRoot, or kNewRoot for masks) onto target
-  kTmpfs,     // a tmpfs with `data` options on target
-  kProc,      // a fresh proc on target
-  kReadOnly,  // make the mount at target read-only (recursively when `recursive`)
+  kMkdir,      // target
+  kTouch,      // target: an empty file to bind a file onto
+  kSymlink,    // target -> source
+  kBind,       // source (under kOldRoot, or kNewRoot for masks) onto target
+  kTmpfs,      // a tmpfs with `data` options on target
+  kProc,       // a fresh proc on target
+  kReadOnly,   // make the mount at target read-only (recursively when `recursive`)
+  kWriteFile,  // a new file at target (in the staging tmpfs) holding `data`, mode 0444
 };
 
 struct MountOp {

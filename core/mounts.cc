@@ -40,6 +40,23 @@ int ApplyOp(const MountOp& op) {
       return Rc(mount("proc", op.target.c_str(), "proc", op.flags, nullptr));
     case MountOpKind::kReadOnly:
       return base::sys::RawMountSetattr(op.target.c_str(), op.recursive, op.attr_set, 0);
+    case MountOpKind::kWriteFile: {
+      int fd = open(op.target.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0444);
+      if (fd < 0) return -errno;
+      size_t done = 0;
+      while (done < op.data.size()) {
+        ssize_t n = write(fd, op.data.data() + done, op.data.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+          int err = n < 0 ? errno : EIO;
+          close(fd);
+          return -err;
+        }
+        done += static_cast<size_t>(n);
+      }
+      close(fd);
+      return 0;
+    }
   }
   return -EINVAL;
 }

@@ -67,6 +67,7 @@ std::string OutcomeToJson(const Outcome& o) {
         {"pids", o.pids_limit},
         {"timeout_ms", o.timeout_ms}}},
       {"cgroup_driver", o.cgroup_driver},
+      {"network", {{"mode", o.net_mode}, {"allow", o.allow}}},
   };
   if (!o.error.empty()) json["error"] = o.error;
   return json.dump(2) + "\n";

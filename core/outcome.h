@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 
@@ -43,6 +44,10 @@ struct Outcome {
   int64_t pids_limit = 0;
   int64_t timeout_ms = 0;
   std::string cgroup_driver = "none";
+
+  // The network as applied: "none", "egress", "full" or "host", and egress's allowlist.
+  std::string net_mode = "none";
+  std::vector<std::string> allow;
 };
 
 // A setup error: exit code 125 and the message.

@@ -47,6 +47,27 @@ absl::Status CheckSpec(const Spec& spec) {
   return absl::OkStatus();
 }
 
+// Only --allow-... flags loosen: --net host needs --allow-host-net, and --allow entries
+// go only with --net egress, which needs at least one.
+absl::Status CheckNetwork(const Spec& spec) {
+  if (spec.net == NetMode::kHost && !spec.allow_host_net) {
+    return absl::InvalidArgumentError(
+        "--net host shares the host's network namespace: it needs --allow-host-net too");
+  }
+  if (spec.allow_host_net && spec.net != NetMode::kHost && spec.net != NetMode::kNone) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--allow-host-net goes only with --net host, not --net ", NetModeName(spec.net)));
+  }
+  if (spec.net == NetMode::kEgress && spec.allow.empty()) {
+    return absl::InvalidArgumentError("--net egress needs at least one --allow HOST:PORT");
+  }
+  if (spec.net != NetMode::kEgress && !spec.allow.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--allow applies only to --net egress, not --net ", NetModeName(spec.net)));
+  }
+  return absl::OkStatus();
+}
+
 std::vector<std::string> ExecCandidates(const std::string& command,
                                         const std::vector<std::string>& env) {
   if (absl::StrContains(command, "/")) return {command};
@@ -84,9 +105,12 @@ std::vector<std::string> BuildEnvironment(const Spec& spec) {
 
 absl::StatusOr<Plan> BuildPlan(const Spec& spec) {
   ZYGO_RETURN_IF_ERROR(CheckSpec(spec));
+  ZYGO_RETURN_IF_ERROR(CheckNetwork(spec));
   Plan plan;
   plan.spec = spec;
-  ZYGO_ASSIGN_OR_RETURN(plan.mounts, BuildMountPlan(spec));
+  // --allow-host-net alone has always meant the host's network.
+  if (spec.allow_host_net && spec.net == NetMode::kNone) plan.spec.net = NetMode::kHost;
+  ZYGO_ASSIGN_OR_RETURN(plan.mounts, BuildMountPlan(plan.spec));
   plan.identity = BuildIdentityPlan(spec.uid, spec.gid);
   plan.landlock = BuildLandlockPlan(ProbeLandlockAbi(), plan.mounts.writable_paths);
   plan.seccomp = CompiledSeccompPrograms();
@@ -99,7 +123,7 @@ absl::StatusOr<Plan> BuildPlan(const Spec& spec) {
   }
   plan.namespaces = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC |
                     CLONE_NEWUTS | CLONE_NEWCGROUP;
-  if (spec.allow_host_net) plan.namespaces &= ~static_cast<uint64_t>(CLONE_NEWNET);
+  if (plan.spec.net == NetMode::kHost) plan.namespaces &= ~static_cast<uint64_t>(CLONE_NEWNET);
   return plan;
 }
 

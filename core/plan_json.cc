@@ -9,6 +9,20 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
+const char* NetworkDescription(NetMode mode) {
+  switch (mode) {
+    case NetMode::kNone:
+      return "loopback only";
+    case NetMode::kEgress:
+      return "egress: allowlisted names only, through pasta and Zygo's resolver";
+    case NetMode::kFull:
+      return "full: public addresses through pasta";
+    case NetMode::kHost:
+      return "host (--allow-host-net)";
+  }
+  return "loopback only";
+}
+
 const char* KindName(MountOpKind kind) {
   switch (kind) {
     case MountOpKind::kMkdir:
@@ -25,6 +39,8 @@ const char* KindName(MountOpKind kind) {
       return "proc";
     case MountOpKind::kReadOnly:
       return "remount-ro";
+    case MountOpKind::kWriteFile:
+      return "write-file";
   }
   return "?";
 }
@@ -87,7 +103,9 @@ std::string PlanToJson(const Plan& plan, const std::string& cgroup_driver) {
         {"host_uid", plan.identity.host_uid},
         {"host_gid", plan.identity.host_gid}}},
       {"namespaces", NamespacesJson(plan.namespaces)},
-      {"network", spec.allow_host_net ? "host (--allow-host-net)" : "loopback only"},
+      {"network", NetworkDescription(spec.net)},
+      {"net_mode", NetModeName(spec.net)},
+      {"allow", spec.allow},
       {"mounts", MountsJson(plan.mounts)},
       {"cgroup",
        {{"driver", cgroup_driver},

@@ -140,3 +140,54 @@ TEST(BuildPlan, ReadWriteVolumesAreTheOnlyExtraWritablePlaces) {
 
 }  // namespace
 }  // namespace zygo::core
+
+namespace zygo::core {
+namespace {
+
+TEST(BuildPlan, NetworkModesAreCheckedAndOnlyAllowFlagsLoosen) {
+  Spec spec = HostSpec();
+  spec.net = NetMode::kHost;
+  EXPECT_FALSE(BuildPlan(spec).ok());  // --net host without --allow-host-net
+  spec.allow_host_net = true;
+  auto host = BuildPlan(spec);
+  ASSERT_TRUE(host.ok()) << host.status();
+  EXPECT_EQ(host->namespaces & CLONE_NEWNET, 0u);
+
+  spec = HostSpec();
+  spec.allow_host_net = true;  // alone: --net host, as before
+  auto implied = BuildPlan(spec);
+  ASSERT_TRUE(implied.ok()) << implied.status();
+  EXPECT_EQ(implied->spec.net, NetMode::kHost);
+
+  spec = HostSpec();
+  spec.net = NetMode::kEgress;
+  EXPECT_FALSE(BuildPlan(spec).ok());  // egress without --allow
+  spec.allow = {"api.example.com:443"};
+  auto egress = BuildPlan(spec);
+  ASSERT_TRUE(egress.ok()) << egress.status();
+  EXPECT_NE(egress->namespaces & CLONE_NEWNET, 0u);
+  bool resolv = false;
+  for (const MountOp& op : egress->mounts.ops) {
+    if (op.kind == MountOpKind::kWriteFile) {
+      resolv = true;
+      EXPECT_EQ(op.sandbox_path, "/etc/resolv.conf");
+      EXPECT_EQ(op.data.rfind("nameserver 127.0.0.53\n", 0), 0u);
+    }
+  }
+  EXPECT_TRUE(resolv);
+  spec.allow_host_net = true;
+  EXPECT_FALSE(BuildPlan(spec).ok());  // --allow-host-net with egress
+
+  spec = HostSpec();
+  spec.allow = {"api.example.com:443"};
+  EXPECT_FALSE(BuildPlan(spec).ok());  // --allow with none
+  spec.net = NetMode::kFull;
+  EXPECT_FALSE(BuildPlan(spec).ok());  // --allow with full
+
+  auto none = BuildPlan(HostSpec());
+  ASSERT_TRUE(none.ok());
+  for (const MountOp& op : none->mounts.ops) EXPECT_NE(op.sandbox_path, "/etc/resolv.conf");
+}
+
+}  // namespace
+}  // namespace zygo::core

@@ -10,6 +10,29 @@
 
 namespace zygo::core {
 
+// How the sandbox reaches the network (`zygo run --net MODE`).
+enum class NetMode {
+  kNone,    // a network namespace of its own with only loopback (the default)
+  kEgress,  // pasta, with nftables and Zygo's resolver admitting only `allow` entries
+  kFull,    // pasta, with nftables refusing only private and special ranges
+  kHost,    // the host's network namespace; needs allow_host_net
+};
+
+// "none", "egress", "full", "host".
+inline const char* NetModeName(NetMode mode) {
+  switch (mode) {
+    case NetMode::kNone:
+      return "none";
+    case NetMode::kEgress:
+      return "egress";
+    case NetMode::kFull:
+      return "full";
+    case NetMode::kHost:
+      return "host";
+  }
+  return "none";
+}
+
 struct VolumeSpec {
   std::string source;       // host path
   std::string destination;  // path inside the sandbox
@@ -41,6 +64,9 @@ struct Spec {
   bool allow_unlimited = false;
   // Share the host's network namespace instead of a loopback-only one of its own.
   bool allow_host_net = false;
+  NetMode net = NetMode::kNone;
+  // --allow HOST:PORT entries for NetMode::kEgress, as given (net/allowlist.h parses them).
+  std::vector<std::string> allow;
 };
 
 }  // namespace zygo::core

@@ -1,0 +1,115 @@
+#include "net/network_helper.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "core/base/errno_status.h"
+
+extern char** environ;
+
+namespace zygo::net {
+namespace {
+
+using base::UniqueFd;
+
+// pasta alone takes ~60 ms; the firewall a few ms. Far beyond that something is stuck.
+constexpr int kReadyTimeoutMs = 20'000;
+
+// Reads the helper's first line, or whatever it wrote before EOF or the timeout.
+std::string ReadReply(int fd) {
+  std::string text;
+  char buffer[512];
+  while (text.find('\n') == std::string::npos) {
+    struct pollfd p = {fd, POLLIN, 0};
+    int n = poll(&p, 1, kReadyTimeoutMs);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    ssize_t got = read(fd, buffer, sizeof(buffer));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    text.append(buffer, static_cast<size_t>(got));
+  }
+  return std::string(absl::StripAsciiWhitespace(text.substr(0, text.find('\n'))));
+}
+
+void KillAndReap(pid_t pid) {
+  kill(pid, SIGKILL);
+  while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<NetworkHelper>> NetworkHelper::Start(
+    const std::string& helper_path, pid_t pid, const SandboxNetworkPlan& plan) {
+  std::vector<std::string> args = {helper_path, absl::StrCat(pid)};
+  for (std::string& arg : SandboxNetworkPlanToArgs(plan)) args.push_back(std::move(arg));
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+
+  int control[2], reply[2];
+  if (pipe2(control, O_CLOEXEC) != 0) return base::ErrnoStatus(errno, "pipe2(zygo-net stdin)");
+  UniqueFd control_read(control[0]), control_write(control[1]);
+  if (pipe2(reply, O_CLOEXEC) != 0) return base::ErrnoStatus(errno, "pipe2(zygo-net stdout)");
+  UniqueFd reply_read(reply[0]), reply_write(reply[1]);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, control_read.get(), 0);
+  posix_spawn_file_actions_adddup2(&actions, reply_write.get(), 1);
+  posix_spawn_file_actions_adddup2(&actions, reply_write.get(), 2);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  // zygo blocks the signals it forwards; the helper and pasta must see SIGTERM.
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  // pasta refuses to start when SIGPIPE is already ignored (it checks signal()'s return).
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGPIPE);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF);
+  pid_t helper = -1;
+  int rc = posix_spawn(&helper, argv[0], &actions, &attr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  control_read.Reset();
+  reply_write.Reset();
+  if (rc != 0) return base::ErrnoStatus(rc, absl::StrCat("posix_spawn(", helper_path, ")"));
+
+  std::string line = ReadReply(reply_read.get());
+  if (line != "ready") {
+    KillAndReap(helper);
+    absl::string_view why = line;
+    absl::ConsumePrefix(&why, "error: ");
+    return absl::FailedPreconditionError(
+        why.empty() ? std::string("the network helper zygo-net failed without a reason")
+                    : std::string(why));
+  }
+  return std::unique_ptr<NetworkHelper>(new NetworkHelper(helper, std::move(control_write)));
+}
+
+NetworkHelper::~NetworkHelper() { Stop(); }
+
+void NetworkHelper::Stop() {
+  if (!control_.valid()) return;
+  control_.Reset();
+  while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+  }
+}
+
+}  // namespace zygo::net

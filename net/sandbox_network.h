@@ -1,0 +1,57 @@
+// Runs in the zygo-net helper (net/zygo_net_main.cc), which links libuv, c-ares and
+// libmnl so that `zygo` itself stays static.
+//
+// The network hookup of a one-shot sandbox in --net egress or --net full: from the parent,
+// between clone and the child's "go", install the nftables firewall in the sandbox's
+// network namespace, start pasta on it and, for egress, Zygo's own resolver at
+// 127.0.0.53:53 inside it. Everything it starts is stopped when the object goes away.
+#ifndef ZYGO_NET_SANDBOX_NETWORK_H_
+#define ZYGO_NET_SANDBOX_NETWORK_H_
+
+#include <sys/types.h>
+
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/base/unique_fd.h"
+#include "net/dns_resolver.h"
+#include "net/sandbox_network_plan.h"
+
+namespace zygo::net {
+
+// The running hookup of one sandbox. Parent side only.
+class SandboxNetwork {
+ public:
+  // `pid` is the sandbox's first process, cloned into new user and network namespaces
+  // whose id maps are written, and not yet let go. Order: firewall first (a sandbox is
+  // never connected unfiltered), then pasta, then the resolver. On error, whatever was
+  // started is stopped again.
+  static absl::StatusOr<std::unique_ptr<SandboxNetwork>> StartFromParent(
+      pid_t pid, const SandboxNetworkPlan& plan);
+  SandboxNetwork(const SandboxNetwork&) = delete;
+  SandboxNetwork& operator=(const SandboxNetwork&) = delete;
+  ~SandboxNetwork();
+
+  // Stops the resolver and pasta (SIGTERM, then SIGKILL after a second) and waits for
+  // pasta to be gone. Idempotent.
+  void Stop();
+
+  // For tests and logs; null before the resolver started and in full mode.
+  const DnsResolver* resolver() const { return resolver_.get(); }
+
+ private:
+  SandboxNetwork() = default;
+  absl::Status InstallFirewallStep(const SandboxNetworkPlan& plan);
+  absl::Status StartPastaStep(pid_t pid, const SandboxNetworkPlan& plan);
+  absl::Status StartResolverStep(const SandboxNetworkPlan& plan);
+
+  base::UniqueFd netns_;    // /proc/<pid>/ns/net
+  base::UniqueFd netlink_;  // NETLINK_NETFILTER in the sandbox's namespace
+  base::UniqueFd pasta_;    // pidfd of the daemonized pasta
+  std::unique_ptr<DnsResolver> resolver_;
+};
+
+}  // namespace zygo::net
+
+#endif  // ZYGO_NET_SANDBOX_NETWORK_H_

@@ -1,0 +1,344 @@
+// Network escapes, attempted against a fake internet: the test builds a "machine" network
+// namespace (where zygo runs) joined by veth to an "internet" namespace holding a DNS
+// server, TCP listeners on TEST-NET addresses, a "LAN" host (10.0.0.5) and a metadata
+// server (169.254.169.254). No packet of this test leaves those namespaces.
+//
+// Inside the sandbox, /usr/bin/python3 (host image) resolves and connects; every refusal
+// comes after a control that shows the same probe getting through.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "core/base/unique_fd.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "net/internal/test_netns.h"
+#include "testing/harness.h"
+
+namespace zygo::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+constexpr char kDnsServer[] = "192.0.2.53";    // the upstream ZYGO_DNS_UPSTREAM names
+constexpr char kOtherDns[] = "198.51.100.53";  // a DNS server the sandbox must not reach
+constexpr char kMarker[] = "ZYGO_NET_TEST_MARKER=c0ffee5a";
+
+// A tiny authoritative DNS server on one UDP socket: A records from a table, NXDOMAIN
+// for the rest, and a count of the questions it saw per name.
+class FakeDns {
+ public:
+  explicit FakeDns(base::UniqueFd socket) : socket_(std::move(socket)) {
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~FakeDns() {
+    stop_ = true;
+    shutdown(socket_.get(), SHUT_RDWR);
+    thread_.join();
+  }
+  int QueriesFor(const std::string& name) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return counts_[name];
+  }
+  int Queries() {
+    std::lock_guard<std::mutex> lock(mu_);
+    int total = 0;
+    for (const auto& [name, count] : counts_) total += count;
+    return total;
+  }
+
+ private:
+  void Serve() {
+    const std::map<std::string, std::string> table = {{"allowed.test", "198.51.100.10"},
+                                                      {"other.test", "198.51.100.20"},
+                                                      {"rebind.test", "10.0.0.5"}};
+    while (!stop_) {
+      uint8_t q[512];
+      sockaddr_storage peer;
+      socklen_t peer_len = sizeof(peer);
+      ssize_t n =
+          recvfrom(socket_.get(), q, sizeof(q), 0, reinterpret_cast<sockaddr*>(&peer), &peer_len);
+      if (n <= 0) {
+        if (stop_) return;
+        continue;
+      }
+      if (n < 17) continue;
+      size_t i = 12;
+      std::vector<std::string> labels;
+      while (i < static_cast<size_t>(n) && q[i] != 0 && i + 1 + q[i] <= static_cast<size_t>(n)) {
+        std::string label(reinterpret_cast<const char*>(q + i + 1), q[i]);
+        for (char& c : label) c = static_cast<char>(tolower(c));
+        labels.push_back(label);
+        i += 1 + q[i];
+      }
+      if (i + 5 > static_cast<size_t>(n)) continue;
+      uint16_t qtype = static_cast<uint16_t>(q[i + 1] << 8 | q[i + 2]);
+      size_t question_end = i + 5;
+      std::string name = absl::StrJoin(labels, ".");
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        counts_[name]++;
+      }
+      std::vector<uint8_t> r(q, q + question_end);
+      r[2] = 0x84 | (q[2] & 0x01);  // QR, AA, RD as asked
+      r[3] = 0x80;                  // RA, NOERROR
+      r[6] = r[7] = r[8] = r[9] = r[10] = r[11] = 0;
+      auto it = table.find(name);
+      if (it == table.end()) {
+        r[3] = 0x83;  // NXDOMAIN
+      } else if (qtype == 1) {
+        r[7] = 1;
+        const uint8_t rr[] = {0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4};
+        r.insert(r.end(), rr, rr + sizeof(rr));
+        in_addr addr;
+        inet_pton(AF_INET, it->second.c_str(), &addr);
+        const uint8_t* bytes = reinterpret_cast<const uint8_t*>(&addr);
+        r.insert(r.end(), bytes, bytes + 4);
+      }
+      sendto(socket_.get(), r.data(), r.size(), 0, reinterpret_cast<sockaddr*>(&peer), peer_len);
+    }
+  }
+
+  base::UniqueFd socket_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::map<std::string, int> counts_;
+};
+
+// Resolves and connects from inside the sandbox; one line per target:
+// "TARGET connected|timeout|refused|unreachable|nxdomain|noaddr|error ...".
+constexpr char kProbe[] = R"(
+import socket, struct, sys
+for target in sys.argv[1:]:
+    if target.startswith('dns@'):
+        server = target[4:]
+        q = struct.pack('>HHHHHH', 0x1234, 0x0100, 1, 0, 0, 0) + b'\x07allowed\x04test\x00' + struct.pack('>HH', 1, 1)
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.settimeout(1.0)
+        try:
+            s.sendto(q, (server, 53))
+            s.recvfrom(512)
+            print(target, 'answered')
+        except socket.timeout:
+            print(target, 'timeout')
+        except OSError as e:
+            print(target, 'error', e.errno)
+        continue
+    if target == 'interfaces':
+        print(target, ','.join(sorted(name for _, name in socket.if_nameindex())))
+        continue
+    host, port = target.rsplit(':', 1)
+    try:
+        infos = socket.getaddrinfo(host, int(port), socket.AF_INET, socket.SOCK_STREAM)
+    except socket.gaierror as e:
+        print(target, 'nxdomain' if e.errno == socket.EAI_NONAME else 'noaddr')
+        continue
+    try:
+        socket.create_connection(infos[0][4], timeout=1.0).close()
+        print(target, 'connected')
+    except socket.timeout:
+        print(target, 'timeout')
+    except ConnectionRefusedError:
+        print(target, 'refused')
+    except OSError as e:
+        print(target, 'unreachable' if e.errno in (101, 113) else 'error %d' % e.errno)
+)";
+
+class NetworkEscapeTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (geteuid() != 0) return;
+    if (access("/usr/bin/pasta", X_OK) != 0 || access("/usr/bin/python3", X_OK) != 0) return;
+    absl::StatusOr<std::unique_ptr<net::testing::TestNetns>> machine =
+        net::testing::TestNetns::Create();
+    absl::StatusOr<std::unique_ptr<net::testing::TestNetns>> internet =
+        net::testing::TestNetns::Create();
+    if (!machine.ok() || !internet.ok()) return;
+    machine_ = machine->release();
+    internet_ = internet->release();
+    std::vector<std::vector<std::string>> internet_setup = {
+        {"ip", "link", "set", "lo", "up"},
+        {"ip", "addr", "add", "203.0.113.1/24", "dev", "vi"},
+        {"ip", "link", "set", "vi", "up"},
+    };
+    for (const char* address :
+         {"198.51.100.10", "198.51.100.20", kOtherDns, kDnsServer, "10.0.0.5", "169.254.169.254"}) {
+      internet_setup.push_back({"ip", "addr", "add", absl::StrCat(address, "/32"), "dev", "lo"});
+    }
+    absl::Status ok = machine_->Run({"ip", "link", "set", "lo", "up"}).status();
+    if (ok.ok()) {
+      ok = machine_
+               ->Run({"ip", "link", "add", "vm", "type", "veth", "peer", "name", "vi", "netns",
+                      absl::StrCat(internet_->pid())})
+               .status();
+    }
+    for (const auto& argv : internet_setup) {
+      if (ok.ok()) ok = internet_->Run(argv).status();
+    }
+    for (const std::vector<std::string>& argv :
+         {std::vector<std::string>{"ip", "addr", "add", "203.0.113.2/24", "dev", "vm"},
+          {"ip", "link", "set", "vm", "up"},
+          {"ip", "route", "add", "default", "via", "203.0.113.1"}}) {
+      if (ok.ok()) ok = machine_->Run(argv).status();
+    }
+    if (!ok.ok()) {
+      setup_error_ = new std::string(ok.message());
+      return;
+    }
+    for (auto [address, port] :
+         std::vector<std::pair<const char*, uint16_t>>{{"198.51.100.10", 8080},
+                                                       {"198.51.100.10", 8081},
+                                                       {"198.51.100.20", 8080},
+                                                       {"10.0.0.5", 8080},
+                                                       {"169.254.169.254", 80}}) {
+      absl::StatusOr<base::UniqueFd> listener =
+          net::testing::Listen(internet_->fd(), address, port);
+      if (listener.ok()) listeners_.push_back(listener->Release());
+    }
+    absl::StatusOr<base::UniqueFd> dns = net::testing::BindUdp(internet_->fd(), kDnsServer, 53);
+    absl::StatusOr<base::UniqueFd> other = net::testing::BindUdp(internet_->fd(), kOtherDns, 53);
+    if (!dns.ok() || !other.ok()) return;
+    dns_ = new FakeDns(*std::move(dns));
+    other_dns_ = new FakeDns(*std::move(other));
+    // zygo (forked by the harness from this thread) runs on the "machine".
+    host_netns_ = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+    if (setns(machine_->fd(), CLONE_NEWNET) != 0) return;
+    ready_ = true;
+  }
+
+  static void TearDownTestSuite() {
+    if (host_netns_ >= 0) {
+      setns(host_netns_, CLONE_NEWNET);
+      close(host_netns_);
+    }
+    delete dns_;
+    delete other_dns_;
+    for (int fd : listeners_) close(fd);
+    delete machine_;
+    delete internet_;
+  }
+
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (network namespaces, nftables)";
+    if (access("/usr/bin/pasta", X_OK) != 0) GTEST_SKIP() << "needs pasta (passt package)";
+    if (access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "needs /usr/bin/python3";
+    ASSERT_EQ(setup_error_, nullptr) << *setup_error_;
+    ASSERT_TRUE(ready_) << "could not build the fake internet";
+  }
+
+  // Runs the probe in a sandbox with `flags`; returns target -> verdict.
+  std::map<std::string, std::string> Probe(const std::vector<std::string>& flags,
+                                           const std::vector<std::string>& targets,
+                                           RunResult* raw = nullptr) {
+    std::vector<std::string> argv = {"/usr/bin/python3", "-c", kProbe};
+    argv.insert(argv.end(), targets.begin(), targets.end());
+    RunOptions options;
+    options.env = {absl::StrCat("ZYGO_DNS_UPSTREAM=", kDnsServer, ":53"), kMarker};
+    RunResult result = RunZygo(flags, "host", argv, options);
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    std::map<std::string, std::string> verdicts;
+    for (absl::string_view line : absl::StrSplit(result.out, '\n', absl::SkipEmpty())) {
+      std::pair<std::string, std::string> kv = absl::StrSplit(line, absl::MaxSplits(' ', 1));
+      verdicts[kv.first] = kv.second;
+    }
+    // Every run leaves nothing behind: no pasta (it carries the marker in its
+    // environment), no resolver helper, no cgroup.
+    EXPECT_THAT(ProcessesMatching(kMarker), IsEmpty());
+    EXPECT_THAT(LeftoverCgroups(), IsEmpty());
+    if (raw != nullptr) *raw = result;
+    return verdicts;
+  }
+
+  static inline net::testing::TestNetns* machine_ = nullptr;
+  static inline net::testing::TestNetns* internet_ = nullptr;
+  static inline FakeDns* dns_ = nullptr;
+  static inline FakeDns* other_dns_ = nullptr;
+  static inline std::vector<int> listeners_;
+  static inline int host_netns_ = -1;
+  static inline bool ready_ = false;
+  static inline std::string* setup_error_ = nullptr;
+};
+
+TEST_F(NetworkEscapeTest, EgressReachesOnlyAllowlistedNamesAndPorts) {
+  int other_before = dns_->QueriesFor("other.test");
+  int direct_before = other_dns_->Queries();
+  std::map<std::string, std::string> v =
+      Probe({"--net", "egress", "--allow", "allowed.test:8080", "--allow", "rebind.test:8080"},
+            {"allowed.test:8080", "allowed.test:8081", "other.test:8080", "rebind.test:8080",
+             "198.51.100.20:8080", "10.0.0.5:8080", "169.254.169.254:80", "dns@198.51.100.53"});
+  // The control: an allowed name resolves and connects.
+  EXPECT_EQ(v["allowed.test:8080"], "connected");
+  EXPECT_GE(dns_->QueriesFor("allowed.test"), 1);
+  // The same address on a port off the list.
+  EXPECT_EQ(v["allowed.test:8081"], "timeout");
+  // A name off the list: NXDOMAIN, and the upstream never heard of it.
+  EXPECT_EQ(v["other.test:8080"], "nxdomain");
+  EXPECT_EQ(dns_->QueriesFor("other.test"), other_before);
+  // An allowed name answering a private address: no address comes back.
+  EXPECT_EQ(v["rebind.test:8080"], "noaddr");
+  // Raw addresses: public, LAN, metadata.
+  EXPECT_EQ(v["198.51.100.20:8080"], "timeout");
+  EXPECT_EQ(v["10.0.0.5:8080"], "timeout");
+  EXPECT_EQ(v["169.254.169.254:80"], "timeout");
+  // DNS straight to another server.
+  EXPECT_EQ(v["dns@198.51.100.53"], "error 1");  // EPERM from the local drop
+  EXPECT_EQ(other_dns_->Queries(), direct_before);
+}
+
+TEST_F(NetworkEscapeTest, FullReachesPublicAddressesButNotPrivateOnes) {
+  int direct_before = other_dns_->Queries();
+  std::map<std::string, std::string> v =
+      Probe({"--net", "full"},
+            {"198.51.100.20:8080", "dns@198.51.100.53", "10.0.0.5:8080", "169.254.169.254:80"});
+  EXPECT_EQ(v["198.51.100.20:8080"], "connected");  // the control
+  EXPECT_EQ(v["dns@198.51.100.53"], "answered");
+  EXPECT_GT(other_dns_->Queries(), direct_before);
+  EXPECT_EQ(v["10.0.0.5:8080"], "timeout");
+  EXPECT_EQ(v["169.254.169.254:80"], "timeout");
+}
+
+TEST_F(NetworkEscapeTest, NoneHasOnlyLoopback) {
+  std::map<std::string, std::string> v =
+      Probe({"--net", "none"}, {"interfaces", "198.51.100.20:8080"});
+  EXPECT_EQ(v["interfaces"], "lo");
+  EXPECT_EQ(v["198.51.100.20:8080"], "unreachable");
+  // The control: the same target from the machine itself.
+  EXPECT_EQ(net::testing::TryConnect(machine_->fd(), "198.51.100.20", 8080).result,
+            net::testing::ConnectResult::kConnected);
+}
+
+TEST_F(NetworkEscapeTest, HostNeedsAllowHostNet) {
+  RunResult result = RunZygo({"--net", "host"}, "host", {"/bin/true"});
+  EXPECT_EQ(result.exit_code, 125);
+  EXPECT_THAT(result.err, HasSubstr("--allow-host-net"));
+  // The control: with the flag it runs.
+  EXPECT_EQ(RunZygo({"--net", "host", "--allow-host-net"}, "host", {"/bin/true"}).exit_code, 0);
+}
+
+TEST_F(NetworkEscapeTest, MissingPastaRefusesWithOneLine) {
+  RunOptions options;
+  options.env = {"ZYGO_PASTA=/nonexistent/pasta", kMarker};
+  RunResult result = RunZygo({"--net", "full"}, "host", {"/bin/true"}, options);
+  EXPECT_EQ(result.exit_code, 125);
+  EXPECT_THAT(result.err, HasSubstr("passt"));
+  EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+}
+
+}  // namespace
+}  // namespace zygo::testing
