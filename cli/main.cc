@@ -60,7 +60,8 @@ int BenchCommand(int argc, char** argv) {
   if (strcmp(argv[0], "pull") == 0) return zygo::bench::RunPullBench(argc - 1, argv + 1);
   if (strcmp(argv[0], "bytecode") == 0) return zygo::bench::RunBytecodeBench(argc - 1, argv + 1);
   fprintf(stderr,
-          "zygo bench: unknown bench '%s': only cold and pull exist so far (warm and load arrive "
+          "zygo bench: unknown bench '%s': only cold, pull and bytecode exist so far (warm and "
+          "load arrive "
           "with the supervisor)\n",
           argv[0]);
   return 125;

@@ -147,7 +147,11 @@ absl::Status PlaceOne(int root, const fs::path& from, const std::string& rel_dir
   if (::renameat(AT_FDCWD, from.c_str(), cache.get(), name.c_str()) != 0) {
     return base::ErrnoStatus(errno, absl::StrCat("rename(", from.string(), ")"));
   }
-  ::fchmodat(cache.get(), name.c_str(), 0644, 0);
+  // compileall writes 0644 under the default umask; a stricter one must not make the
+  // layer unreadable to a sandbox running as another uid.
+  if (::fchmodat(cache.get(), name.c_str(), 0644, 0) != 0) {
+    return base::ErrnoStatus(errno, absl::StrCat("chmod(", rel_dir, "/__pycache__/", name, ")"));
+  }
   if (::fstatat(cache.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
     ++placed->files;
     placed->bytes += st.st_size;
