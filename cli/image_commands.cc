@@ -8,11 +8,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <set>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/base/status_macros.h"
 #include "images/reference.h"
 #include "images/store.h"
+#include "images/venv_cache.h"
 
 namespace zygo::cli {
 namespace {
@@ -126,7 +129,14 @@ int ImagePruneCommand(int argc, char** argv) {
   if (!store.ok()) return Fail(store.status());
   absl::StatusOr<int64_t> freed = store->Prune();
   if (!freed.ok()) return Fail(freed.status());
-  printf("freed %s\n", HumanSize(*freed).c_str());
+  // Venvs belong to images: those of images no longer recorded go too.
+  absl::StatusOr<std::vector<images::ImageRecord>> records = store->List();
+  if (!records.ok()) return Fail(records.status());
+  std::set<std::string> live;
+  for (const images::ImageRecord& record : *records) live.insert(record.manifest_digest);
+  absl::StatusOr<int64_t> venvs = images::PruneVenvs(*store, live);
+  if (!venvs.ok()) return Fail(venvs.status());
+  printf("freed %s\n", HumanSize(*freed + *venvs).c_str());
   return 0;
 }
 

@@ -296,6 +296,14 @@ TEST_F(PythonImageCli, VenvIsBuiltOnceReusedAndRebuiltOnEdit) {
   EXPECT_TRUE(absl::StrContains(edited.err, " built in ")) << edited.err;
   EXPECT_EQ(Venvs().size(), 2u);
   EXPECT_TRUE(fs::is_empty(store_ + "/tmp"));
+
+  // A prune keeps the venvs of a recorded image; once the image is removed, they go too.
+  ASSERT_EQ(Zygo({"image", "prune"}).exit_code, 0);
+  EXPECT_EQ(Venvs().size(), 2u);
+  ASSERT_EQ(Zygo({"rmi", "pypip:test"}).exit_code, 0);
+  RunResult pruned = Zygo({"image", "prune"});
+  EXPECT_EQ(pruned.exit_code, 0) << pruned.err;
+  EXPECT_EQ(Venvs().size(), 0u) << pruned.out;
 }
 
 TEST_F(PythonImageCli, VenvFailuresAreExit125AndOneLine) {

@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -31,6 +33,16 @@ using base::UniqueFd;
 
 constexpr char kDefaultPath[] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 constexpr char kRequirementsName[] = "zygo-requirements.txt";  // stays in the venv
+constexpr char kImageName[] = "zygo-image";  // the manifest digest it was built for
+
+absl::Status WriteWholeFile(const std::string& path, absl::string_view content) {
+  ZYGO_ASSIGN_OR_RETURN(UniqueFd fd, base::sys::OpenWriteOnly(path, base::sys::IfMissing::kCreate));
+  for (absl::string_view rest = content; !rest.empty();) {
+    ZYGO_ASSIGN_OR_RETURN(size_t n, base::sys::WriteOnce(fd, rest, path));
+    rest.remove_prefix(n);
+  }
+  return absl::OkStatus();
+}
 constexpr char kTempName[] = ".zygo-tmp";
 constexpr char kFindLinksMount[] = "/tmp";  // exists in every store root
 
@@ -182,14 +194,9 @@ absl::Status Build(Store& store, const RunnableImage& image, const std::string& 
   std::string temp = store.TempPath("venv");
   ZYGO_RETURN_IF_ERROR(base::sys::MakeDirectory(temp, 0755));
   absl::Status built = [&]() -> absl::Status {
-    std::string staged = absl::StrCat(temp, "/", kRequirementsName);
-    ZYGO_ASSIGN_OR_RETURN(UniqueFd fd,
-                          base::sys::OpenWriteOnly(staged, base::sys::IfMissing::kCreate));
-    for (absl::string_view rest = requirements; !rest.empty();) {
-      ZYGO_ASSIGN_OR_RETURN(size_t n, base::sys::WriteOnce(fd, rest, staged));
-      rest.remove_prefix(n);
-    }
-    fd.Reset();
+    ZYGO_RETURN_IF_ERROR(WriteWholeFile(absl::StrCat(temp, "/", kRequirementsName), requirements));
+    ZYGO_RETURN_IF_ERROR(
+        WriteWholeFile(absl::StrCat(temp, "/", kImageName), image.manifest_digest));
     ZYGO_RETURN_IF_ERROR(BuildIn(temp, temp + ".log", image, rootfs, request, run));
     // RENAME_NOREPLACE: a finished venv is never swapped under a run that mounts it.
     if (::renameat2(AT_FDCWD, temp.c_str(), AT_FDCWD, final_path.c_str(), RENAME_NOREPLACE) != 0 &&
@@ -251,6 +258,28 @@ std::vector<std::string> VenvEnvironment(const std::vector<std::string>& image_e
   }
   return {absl::StrCat("VIRTUAL_ENV=", kVenvMountpoint),
           absl::StrCat("PATH=", kVenvMountpoint, "/bin:", path)};
+}
+
+absl::StatusOr<int64_t> PruneVenvs(const Store& store,
+                                   const std::set<std::string>& live_manifests) {
+  namespace fs = std::filesystem;
+  const fs::path venvs = fs::path(store.root()) / "venvs" / "sha256";
+  std::error_code ec;
+  if (!fs::exists(venvs, ec)) return 0;
+  int64_t freed = 0;
+  for (const auto& entry : fs::directory_iterator(venvs, ec)) {
+    std::string owner;
+    absl::StatusOr<std::string> text = base::sys::ReadFile((entry.path() / kImageName).string());
+    if (text.ok()) owner = std::string(absl::StripAsciiWhitespace(*text));
+    if (live_manifests.count(owner)) continue;
+    for (const auto& file : fs::recursive_directory_iterator(entry.path(), ec)) {
+      if (file.is_regular_file(ec) && !file.is_symlink(ec)) {
+        freed += static_cast<int64_t>(file.file_size(ec));
+      }
+    }
+    ZYGO_RETURN_IF_ERROR(RemoveTree(entry.path().string()));
+  }
+  return freed;
 }
 
 }  // namespace zygo::images

@@ -9,6 +9,8 @@
 #ifndef ZYGO_IMAGES_VENV_CACHE_H_
 #define ZYGO_IMAGES_VENV_CACHE_H_
 
+#include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -50,6 +52,11 @@ std::string VenvKey(absl::string_view manifest_digest, absl::string_view require
 // file, a missing --find-links directory, an image without pip, pip's own ERROR line.
 absl::StatusOr<Venv> EnsureVenv(Store& store, const RunnableImage& image, const std::string& rootfs,
                                 const VenvRequest& request, const SandboxRunner& run);
+
+// Removes the venvs of images the store no longer records (`live_manifests` holds the
+// manifest digests of every record) and returns the bytes freed. Each venv names its
+// image in a small file written when it was built.
+absl::StatusOr<int64_t> PruneVenvs(const Store& store, const std::set<std::string>& live_manifests);
 
 // -e style entries for a run with the venv: VIRTUAL_ENV=/venv and PATH=/venv/bin in front
 // of the image's PATH (from `image_env`, else the default one).
