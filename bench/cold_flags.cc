@@ -3,19 +3,14 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "bench/flag_values.h"
 
 namespace zygo::bench {
 namespace {
 
-constexpr int kMaxRuns = 1'000'000;
-
-absl::StatusOr<int> ParseCount(absl::string_view flag, absl::string_view text, int min) {
-  int value = 0;
-  if (!absl::SimpleAtoi(text, &value) || value < min || value > kMaxRuns) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flag, " '", text, "': expected a whole number from ", min, " to ", kMaxRuns));
-  }
-  return value;
+bool TakesValue(const std::string& name) {
+  return name == "--runs" || name == "--warmup" || name == "--zygo" || name == "--bwrap" ||
+         name == "--json";
 }
 
 }  // namespace
@@ -32,29 +27,16 @@ absl::StatusOr<ColdOptions> ParseColdFlags(int argc, char** argv) {
       options.no_peer = true;
       continue;
     }
-    std::string name = arg;
-    std::string value;
-    bool has_value = false;
-    if (size_t eq = arg.find('='); absl::StartsWith(arg, "--") && eq != std::string::npos) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-      has_value = true;
-    }
-    if (name != "--runs" && name != "--warmup" && name != "--zygo" && name != "--bwrap" &&
-        name != "--json") {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown flag or argument '", arg, "' (see zygo bench cold --help)"));
-    }
-    if (!has_value) {
-      if (i + 1 >= argc) return absl::InvalidArgumentError(absl::StrCat(name, " needs a value"));
-      value = argv[++i];
-    }
+    absl::StatusOr<FlagValue> flag = TakeFlagValue(argc, argv, &i, TakesValue, "cold");
+    if (!flag.ok()) return flag.status();
+    const std::string& name = flag->name;
+    const std::string& value = flag->value;
     if (name == "--runs") {
-      auto runs = ParseCount(name, value, 1);
+      auto runs = ParseRunCount(name, value, 1);
       if (!runs.ok()) return runs.status();
       options.runs = *runs;
     } else if (name == "--warmup") {
-      auto warmup = ParseCount(name, value, 0);
+      auto warmup = ParseRunCount(name, value, 0);
       if (!warmup.ok()) return warmup.status();
       options.warmup = *warmup;
     } else if (value.empty()) {

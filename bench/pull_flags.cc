@@ -5,20 +5,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "bench/flag_values.h"
 
 namespace zygo::bench {
 namespace {
-
-constexpr int kMaxRuns = 1'000'000;
-
-absl::StatusOr<int> ParseCount(absl::string_view flag, absl::string_view text, int min) {
-  int value = 0;
-  if (!absl::SimpleAtoi(text, &value) || value < min || value > kMaxRuns) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flag, " '", text, "': expected a whole number from ", min, " to ", kMaxRuns));
-  }
-  return value;
-}
 
 bool IsCountFlag(const std::string& name) {
   return name == "--runs" || name == "--pull-runs" || name == "--oneshot-runs" ||
@@ -31,13 +21,15 @@ bool IsPathFlag(const std::string& name) {
 }
 
 absl::Status SetCount(const std::string& name, const std::string& value, PullOptions& options) {
-  absl::StatusOr<int> count = ParseCount(name, value, name == "--warmup" ? 0 : 1);
+  absl::StatusOr<int> count = ParseRunCount(name, value, name == "--warmup" ? 0 : 1);
   if (!count.ok()) return count.status();
   if (name == "--runs" || name == "--pull-runs") options.pull_runs = *count;
   if (name == "--runs" || name == "--oneshot-runs") options.oneshot_runs = *count;
   if (name == "--warmup") options.pull_warmup = options.oneshot_warmup = *count;
   return absl::OkStatus();
 }
+
+bool TakesValue(const std::string& name) { return IsCountFlag(name) || IsPathFlag(name); }
 
 void SetPath(const std::string& name, const std::string& value, PullOptions& options) {
   if (name == "--zygo") options.zygo = value;
@@ -61,22 +53,10 @@ absl::StatusOr<PullOptions> ParsePullFlags(int argc, char** argv) {
       options.no_python = true;
       continue;
     }
-    std::string name = arg;
-    std::string value;
-    bool has_value = false;
-    if (size_t eq = arg.find('='); absl::StartsWith(arg, "--") && eq != std::string::npos) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-      has_value = true;
-    }
-    if (!IsCountFlag(name) && !IsPathFlag(name)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown flag or argument '", arg, "' (see zygo bench pull --help)"));
-    }
-    if (!has_value) {
-      if (i + 1 >= argc) return absl::InvalidArgumentError(absl::StrCat(name, " needs a value"));
-      value = argv[++i];
-    }
+    absl::StatusOr<FlagValue> flag = TakeFlagValue(argc, argv, &i, TakesValue, "pull");
+    if (!flag.ok()) return flag.status();
+    const std::string& name = flag->name;
+    const std::string& value = flag->value;
     if (IsCountFlag(name)) {
       if (absl::Status set = SetCount(name, value, options); !set.ok()) return set;
     } else if (value.empty()) {
