@@ -12,9 +12,11 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "core/base/errno_status.h"
+#include "core/base/sys/process.h"
 
 extern char** environ;
 
@@ -27,20 +29,34 @@ using base::UniqueFd;
 constexpr int kReadyTimeoutMs = 20'000;
 
 // Reads the helper's first line, or whatever it wrote before EOF or the timeout.
-std::string ReadReply(int fd) {
+// Reads the helper's report lines until "ready" or "error: ...", or EOF/timeout (which
+// return ""). A "pasta=PID" line on the way opens a pidfd of pasta into `pasta`.
+std::string ReadReply(int fd, base::UniqueFd* pasta) {
   std::string text;
   char buffer[512];
-  while (text.find('\n') == std::string::npos) {
+  for (;;) {
+    size_t newline;
+    while ((newline = text.find('\n')) != std::string::npos) {
+      std::string line(absl::StripAsciiWhitespace(text.substr(0, newline)));
+      text.erase(0, newline + 1);
+      absl::string_view rest = line;
+      int pid = 0;
+      if (absl::ConsumePrefix(&rest, "pasta=") && absl::SimpleAtoi(rest, &pid) && pid > 1) {
+        int pidfd = base::sys::RawPidfdOpen(pid);
+        if (pidfd >= 0) pasta->Reset(pidfd);
+        continue;
+      }
+      return line;
+    }
     struct pollfd p = {fd, POLLIN, 0};
     int n = poll(&p, 1, kReadyTimeoutMs);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
+    if (n <= 0) return "";
     ssize_t got = read(fd, buffer, sizeof(buffer));
     if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;
+    if (got <= 0) return "";
     text.append(buffer, static_cast<size_t>(got));
   }
-  return std::string(absl::StripAsciiWhitespace(text.substr(0, text.find('\n'))));
 }
 
 void KillAndReap(pid_t pid) {
@@ -91,16 +107,19 @@ absl::StatusOr<std::unique_ptr<NetworkHelper>> NetworkHelper::Start(
   reply_write.Reset();
   if (rc != 0) return base::ErrnoStatus(rc, absl::StrCat("posix_spawn(", helper_path, ")"));
 
-  std::string line = ReadReply(reply_read.get());
+  base::UniqueFd pasta;
+  std::string line = ReadReply(reply_read.get(), &pasta);
   if (line != "ready") {
     KillAndReap(helper);
+    if (pasta.valid()) base::sys::RawPidfdSendSignal(pasta.get(), SIGKILL);
     absl::string_view why = line;
     absl::ConsumePrefix(&why, "error: ");
     return absl::FailedPreconditionError(
-        why.empty() ? std::string("the network helper zygo-net failed without a reason")
+        why.empty() ? std::string("the network helper zygo-net ended before the network was ready")
                     : std::string(why));
   }
-  return std::unique_ptr<NetworkHelper>(new NetworkHelper(helper, std::move(control_write)));
+  return std::unique_ptr<NetworkHelper>(
+      new NetworkHelper(helper, std::move(control_write), std::move(pasta)));
 }
 
 NetworkHelper::~NetworkHelper() { Stop(); }
@@ -110,6 +129,8 @@ void NetworkHelper::Stop() {
   control_.Reset();
   while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
   }
+  // zygo-net stops pasta itself; if it died first (killed), pasta is still running.
+  if (pasta_.valid()) base::sys::RawPidfdSendSignal(pasta_.get(), SIGKILL);
 }
 
 }  // namespace zygo::net

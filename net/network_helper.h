@@ -34,10 +34,12 @@ class NetworkHelper {
   void Stop();
 
  private:
-  NetworkHelper(pid_t pid, base::UniqueFd control) : pid_(pid), control_(std::move(control)) {}
+  NetworkHelper(pid_t pid, base::UniqueFd control, base::UniqueFd pasta)
+      : pid_(pid), control_(std::move(control)), pasta_(std::move(pasta)) {}
 
   pid_t pid_;
   base::UniqueFd control_;  // the helper's stdin
+  base::UniqueFd pasta_;    // pidfd of the pasta it started (to stop it if it could not)
 };
 
 }  // namespace zygo::net

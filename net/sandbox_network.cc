@@ -8,11 +8,13 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <sstream>
 
@@ -101,6 +103,7 @@ absl::StatusOr<pid_t> ReadPidFile(const std::string& path) {
 std::vector<std::string> PastaArgs(pid_t pid, const SandboxNetworkPlan& plan,
                                    const std::string& pid_file) {
   std::vector<std::string> args = {plan.pasta_path,
+                                   "--foreground",
                                    "--config-net",
                                    "-q",
                                    "-t",
@@ -125,47 +128,44 @@ std::vector<std::string> PastaArgs(pid_t pid, const SandboxNetworkPlan& plan,
   return args;
 }
 
-// Spawns `args` with stdin/stdout on /dev/null and stderr into a pipe (`err_read`).
-absl::StatusOr<pid_t> SpawnWithStderrPipe(std::vector<std::string> args, UniqueFd* err_read) {
+// Starts pasta in the foreground as a child of this process, with stdin/stdout on
+// /dev/null and stderr into a pipe (`err_read`), and with PR_SET_PDEATHSIG: pasta dies with
+// this helper whatever kills it (a daemonized pasta would outlive a SIGKILLed helper).
+absl::StatusOr<pid_t> SpawnPasta(std::vector<std::string> args, UniqueFd* err_read) {
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
-
   int err_pipe[2];
   if (pipe2(err_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return base::ErrnoStatus(errno, "pipe2");
   err_read->Reset(err_pipe[0]);
   UniqueFd err_write(err_pipe[1]);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, err_write.get(), 2);
-  // pasta must not inherit zygo's blocked signals: SIGTERM stops it.
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&attr, &none);
-  // pasta refuses to start when SIGPIPE is already ignored (it checks signal()'s return).
-  sigset_t defaults;
-  sigemptyset(&defaults);
-  sigaddset(&defaults, SIGPIPE);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  pid_t child = -1;
-  int rc = posix_spawn(&child, argv[0], &actions, &attr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  err_write.Reset();
-  if (rc != 0) return base::ErrnoStatus(rc, absl::StrCat("posix_spawn(", args[0], ")"));
-
+  pid_t parent = getpid();
+  pid_t child = fork();
+  if (child < 0) return base::ErrnoStatus(errno, "fork(pasta)");
+  if (child == 0) {
+    // Async-signal-safe only from here to execve.
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(126);
+    int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(null_fd, 1) < 0 ||
+        dup2(err_write.get(), 2) < 0) {
+      _exit(126);
+    }
+    // pasta must not inherit blocked signals (SIGTERM stops it), and refuses to start
+    // when SIGPIPE is already ignored (it checks signal()'s return).
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    signal(SIGPIPE, SIG_DFL);
+    execve(argv[0], argv.data(), environ);
+    _exit(127);
+  }
   return child;
 }
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<SandboxNetwork>> SandboxNetwork::StartFromParent(
-    pid_t pid, const SandboxNetworkPlan& plan) {
+    pid_t pid, const SandboxNetworkPlan& plan, const std::function<void(pid_t)>& pasta_started) {
   std::unique_ptr<SandboxNetwork> network(new SandboxNetwork());
   std::string netns_path = absl::StrCat("/proc/", pid, "/ns/net");
   network->netns_.Reset(open(netns_path.c_str(), O_RDONLY | O_CLOEXEC));
@@ -173,6 +173,7 @@ absl::StatusOr<std::unique_ptr<SandboxNetwork>> SandboxNetwork::StartFromParent(
     return base::ErrnoStatus(errno, absl::StrCat("open(", netns_path, ")"));
   ZYGO_RETURN_IF_ERROR(network->InstallFirewallStep(plan));
   ZYGO_RETURN_IF_ERROR(network->StartPastaStep(pid, plan));
+  if (pasta_started) pasta_started(network->pasta_pid_);
   if (plan.mode == SandboxNetMode::kEgress) {
     ZYGO_RETURN_IF_ERROR(network->StartResolverStep(plan));
   }
@@ -207,29 +208,34 @@ absl::Status SandboxNetwork::StartPastaStep(pid_t pid, const SandboxNetworkPlan&
   PidFileDir pid_dir;
   ZYGO_RETURN_IF_ERROR(pid_dir.Create());
   UniqueFd err_read;
-  ZYGO_ASSIGN_OR_RETURN(pid_t child,
-                        SpawnWithStderrPipe(PastaArgs(pid, plan, pid_dir.path()), &err_read));
-
-  // pasta forks into the background once the namespace is configured; its first process
-  // exits 0 then.
+  ZYGO_ASSIGN_OR_RETURN(pid_t child, SpawnPasta(PastaArgs(pid, plan, pid_dir.path()), &err_read));
   UniqueFd child_fd(base::sys::RawPidfdOpen(child));
-  if (child_fd.valid() && !WaitPidfd(child_fd.get(), kPastaStartTimeoutMs)) {
-    base::sys::RawPidfdSendSignal(child_fd.get(), SIGKILL);
+  // In the foreground pasta writes its pid file once the namespace is configured.
+  auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(kPastaStartTimeoutMs);
+  for (;;) {
+    absl::StatusOr<pid_t> written = ReadPidFile(pid_dir.path());
+    if (written.ok() && *written == child) break;
+    int status = 0;
+    pid_t done = waitpid(child, &status, WNOHANG);
+    if (done == child || std::chrono::steady_clock::now() > deadline) {
+      if (done != child) {
+        kill(child, SIGKILL);
+        while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+        }
+      }
+      std::string why = DrainOneLine(err_read.get());
+      return absl::FailedPreconditionError(
+          absl::StrCat(ModeFlag(plan.mode), " refused: pasta failed to start (",
+                       done != child       ? "no answer in 10 s"
+                       : WIFEXITED(status) ? absl::StrCat("exit ", WEXITSTATUS(status))
+                                           : "killed",
+                       why.empty() ? "" : ": ", why, ")"));
+    }
+    usleep(1000);
   }
-  int status = 0;
-  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    std::string why = DrainOneLine(err_read.get());
-    return absl::FailedPreconditionError(
-        absl::StrCat(ModeFlag(plan.mode), " refused: pasta failed to start (",
-                     WIFEXITED(status) ? absl::StrCat("exit ", WEXITSTATUS(status)) : "killed",
-                     why.empty() ? "" : ": ", why, ")"));
-  }
-  ZYGO_ASSIGN_OR_RETURN(pid_t daemon, ReadPidFile(pid_dir.path()));
-  int pidfd = base::sys::RawPidfdOpen(daemon);
-  if (pidfd < 0) return base::ErrnoStatus(-pidfd, absl::StrCat("pidfd_open(pasta ", daemon, ")"));
-  pasta_.Reset(pidfd);
+  pasta_ = std::move(child_fd);
+  pasta_pid_ = child;
   return absl::OkStatus();
 }
 
@@ -270,6 +276,9 @@ void SandboxNetwork::Stop() {
       WaitPidfd(pasta_.get(), kPastaStopTimeoutMs);
     }
     pasta_.Reset();
+    // pasta is this process's child now (it runs in the foreground): reap it.
+    while (waitpid(pasta_pid_, nullptr, 0) < 0 && errno == EINTR) {
+    }
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <memory>
 
 #include "absl/status/status.h"
@@ -27,11 +28,18 @@ class SandboxNetwork {
   // whose id maps are written, and not yet let go. Order: firewall first (a sandbox is
   // never connected unfiltered), then pasta, then the resolver. On error, whatever was
   // started is stopped again.
+  // `pasta_started`, if set, is told pasta's pid as soon as it runs (before the
+  // resolver starts), so the caller can stop pasta whatever happens next.
   static absl::StatusOr<std::unique_ptr<SandboxNetwork>> StartFromParent(
-      pid_t pid, const SandboxNetworkPlan& plan);
+      pid_t pid, const SandboxNetworkPlan& plan,
+      const std::function<void(pid_t)>& pasta_started = nullptr);
   SandboxNetwork(const SandboxNetwork&) = delete;
   SandboxNetwork& operator=(const SandboxNetwork&) = delete;
   ~SandboxNetwork();
+
+  // The daemonized pasta's pid (-1 before it started), so the process that started
+  // zygo-net can stop pasta even if zygo-net itself is killed.
+  pid_t pasta_pid() const { return pasta_pid_; }
 
   // Stops the resolver and pasta (SIGTERM, then SIGKILL after a second) and waits for
   // pasta to be gone. Idempotent.
@@ -49,6 +57,7 @@ class SandboxNetwork {
   base::UniqueFd netns_;    // /proc/<pid>/ns/net
   base::UniqueFd netlink_;  // NETLINK_NETFILTER in the sandbox's namespace
   base::UniqueFd pasta_;    // pidfd of the daemonized pasta
+  pid_t pasta_pid_ = -1;
   std::unique_ptr<DnsResolver> resolver_;
 };
 

@@ -39,7 +39,12 @@ int main(int argc, char** argv) {
   absl::StatusOr<zygo::net::SandboxNetworkPlan> plan = zygo::net::SandboxNetworkPlanFromArgs(args);
   if (!plan.ok()) return Fail(std::string(plan.status().message()));
   absl::StatusOr<std::unique_ptr<zygo::net::SandboxNetwork>> network =
-      zygo::net::SandboxNetwork::StartFromParent(static_cast<pid_t>(pid), *plan);
+      zygo::net::SandboxNetwork::StartFromParent(static_cast<pid_t>(pid), *plan, [](pid_t pasta) {
+        // zygo keeps a pidfd of pasta: pasta daemonizes, so if this helper were killed
+        // nothing else would stop it.
+        printf("pasta=%d\n", static_cast<int>(pasta));
+        fflush(stdout);
+      });
   if (!network.ok()) return Fail(std::string(network.status().message()));
   printf("ready\n");
   fflush(stdout);

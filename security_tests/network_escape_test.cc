@@ -9,10 +9,14 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -20,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -338,6 +343,73 @@ TEST_F(NetworkEscapeTest, MissingPastaRefusesWithOneLine) {
   EXPECT_EQ(result.exit_code, 125);
   EXPECT_THAT(result.err, HasSubstr("passt"));
   EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+}
+
+}  // namespace
+}  // namespace zygo::testing
+
+namespace zygo::testing {
+namespace {
+
+// Argument 0 of a process, or "".
+std::string Argv0(int pid) {
+  std::ifstream file("/proc/" + std::to_string(pid) + "/cmdline");
+  std::string argv0;
+  std::getline(file, argv0, '\0');
+  return argv0;
+}
+
+// Kills zygo-net (SIGKILL) once `ready` says so, from a thread; true if it did.
+bool KillHelperWhen(const std::function<bool()>& ready, std::atomic<bool>* stop) {
+  for (int i = 0; i < 400 && !*stop; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (!ready()) continue;
+    for (int pid : ProcessesMatching(kMarker)) {
+      if (absl::EndsWith(Argv0(pid), "/zygo-net")) {
+        kill(pid, SIGKILL);
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+// pasta runs under PR_SET_PDEATHSIG of the helper that started it: killing the helper
+// at any moment, while pasta starts or once the command runs, leaves no pasta behind.
+TEST_F(NetworkEscapeTest, AKilledNetworkHelperLeavesNoPasta) {
+  RunOptions options;
+  options.env = {absl::StrCat("ZYGO_DNS_UPSTREAM=", kDnsServer, ":53"), kMarker};
+  const std::vector<std::string> command = {"/usr/bin/python3", "-c",
+                                            "import time; time.sleep(3)  # zygo-sleeper"};
+  auto sleeper_runs = [] {
+    for (int pid : ProcessesMatching("zygo-sleeper")) {
+      if (Argv0(pid) == "/usr/bin/python3") return true;
+    }
+    return false;
+  };
+  struct Case {
+    const char* when;
+    std::function<bool()> ready;
+    std::vector<int> exit_codes;  // what zygo may answer
+  };
+  for (const Case& c : std::vector<Case>{
+           // While pasta starts: zygo refuses the run (125), or it was already up (0).
+           {"at start", [] { return true; }, {0, 125}},
+           // Mid-run: the sandbox keeps its network up to here; the run ends normally.
+           {"mid-run", sleeper_runs, {0}},
+       }) {
+    std::atomic<bool> stop{false};
+    bool killed = false;
+    std::thread killer([&] { killed = KillHelperWhen(c.ready, &stop); });
+    RunResult result = RunZygo({"--net", "full"}, "host", command, options);
+    stop = true;
+    killer.join();
+    ASSERT_TRUE(killed) << c.when << ": the helper was never seen, so nothing was tested";
+    EXPECT_THAT(c.exit_codes, ::testing::Contains(result.exit_code)) << c.when << result.err;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    EXPECT_THAT(ProcessesMatching(kMarker), IsEmpty()) << c.when;
+    EXPECT_THAT(LeftoverCgroups(), IsEmpty()) << c.when;
+  }
 }
 
 }  // namespace
