@@ -1,0 +1,80 @@
+// One wire frame between the supervisor and a zygote agent: a fixed 24-byte little-endian
+// header, a payload, and up to kMaxFdsPerFrame fds. Pure encoding; no I/O here.
+#ifndef ZYGO_AGENTS_WIRE_FRAME_H_
+#define ZYGO_AGENTS_WIRE_FRAME_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/base/unique_fd.h"
+
+namespace zygo::wire {
+
+// The bytes "ZYGO" as they appear on the wire, read as a little-endian u32.
+inline constexpr uint32_t kMagic = 0x4F47595A;
+inline constexpr uint16_t kProtocolVersion = 1;
+inline constexpr size_t kHeaderSize = 24;
+// One frame is one SOCK_SEQPACKET datagram; the default unix socket buffer (wmem_default,
+// 212992 bytes) holds it whole, so 128 KiB of payload never needs a sysctl.
+inline constexpr size_t kMaxPayloadSize = 128 * 1024;
+inline constexpr size_t kMaxFrameSize = kHeaderSize + kMaxPayloadSize;
+// Enough for a request's stdin/stdout/stderr plus one spare.
+inline constexpr size_t kMaxFdsPerFrame = 4;
+
+// Header flags: bits 0-7 declare how many fds ride with the frame; bits 8-31 are reserved
+// and must be zero, so a newer peer's flag is refused instead of silently ignored.
+inline constexpr uint32_t kFlagsFdCountMask = 0xFF;
+
+enum class MessageType : uint16_t {
+  kHello = 1,   // agent -> supervisor: kind, protocol version, pid.
+  kRun = 2,     // supervisor -> agent: entry, event, deadline; fds per FdLayout.
+  kForked = 3,  // agent -> supervisor: the request child's pid, to admit into a cgroup.
+  kGo = 4,      // supervisor -> agent: the child is admitted; let it run.
+  kDone = 5,    // agent -> supervisor: exit status and result payload.
+  kError = 6,   // either way: status code + message.
+  kPing = 7,    // liveness probe; request_id is the nonce.
+  kPong = 8,    // answer to kPing with the same request_id.
+};
+
+// Returns true for the values listed in MessageType.
+bool IsKnownMessageType(uint16_t raw);
+const char* MessageTypeName(MessageType type);
+
+struct Frame {
+  MessageType type = MessageType::kPing;
+  uint64_t request_id = 0;
+  std::string payload;
+};
+
+// A frame as received: it owns the fds that came with it (opened O_CLOEXEC).
+struct ReceivedFrame {
+  Frame frame;
+  std::vector<base::UniqueFd> fds;
+};
+
+// The decoded fixed header.
+struct FrameHeader {
+  MessageType type = MessageType::kPing;
+  uint32_t flags = 0;
+  uint64_t request_id = 0;
+  uint32_t payload_len = 0;
+
+  size_t fd_count() const { return flags & kFlagsFdCountMask; }
+};
+
+// Serialises header + payload for a frame carrying `fd_count` fds. Fails if the payload or
+// fd count exceeds the limits above. Either side of the fork; allocates.
+absl::StatusOr<std::string> EncodeFrame(const Frame& frame, size_t fd_count);
+
+// Parses and checks the header of one whole datagram `bytes`: magic, version, known type,
+// reserved flags, fd count limit, and payload_len == bytes.size() - kHeaderSize (a datagram
+// is never a partial frame). Input is untrusted.
+absl::StatusOr<FrameHeader> DecodeHeader(absl::string_view bytes);
+
+}  // namespace zygo::wire
+
+#endif  // ZYGO_AGENTS_WIRE_FRAME_H_

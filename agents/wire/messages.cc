@@ -1,0 +1,326 @@
+// Payload schemas, validation, and encode/decode for each warm-path message.
+#include "agents/wire/messages.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "agents/wire/fields.h"
+#include "core/base/status_macros.h"
+
+namespace zygo::wire {
+namespace {
+
+// Field tags, per message. Tags are never reused for a different meaning.
+enum : uint16_t { kHelloAgentKind = 1, kHelloProtocolVersion = 2, kHelloPid = 3 };
+enum : uint16_t { kRunEntry = 1, kRunEvent = 2, kRunDeadlineMs = 3, kRunFdLayout = 4 };
+enum : uint16_t { kForkedPid = 1 };
+enum : uint16_t { kDoneExitKind = 1, kDoneExitCode = 2, kDoneResult = 3 };
+enum : uint16_t { kErrorCode = 1, kErrorMessage = 2 };
+
+constexpr FieldSpec kHelloSchema[] = {
+    {kHelloAgentKind, FieldKind::kBytes, kMaxAgentKindSize, true},
+    {kHelloProtocolVersion, FieldKind::kU64, 8, true},
+    {kHelloPid, FieldKind::kU64, 8, true},
+};
+constexpr FieldSpec kRunSchema[] = {
+    {kRunEntry, FieldKind::kBytes, kMaxEntrySize, true},
+    {kRunEvent, FieldKind::kBytes, kMaxPayloadSize, false},
+    {kRunDeadlineMs, FieldKind::kU64, 8, true},
+    {kRunFdLayout, FieldKind::kU64, 8, true},
+};
+constexpr FieldSpec kForkedSchema[] = {{kForkedPid, FieldKind::kU64, 8, true}};
+constexpr FieldSpec kDoneSchema[] = {
+    {kDoneExitKind, FieldKind::kU64, 8, true},
+    {kDoneExitCode, FieldKind::kU64, 8, true},
+    {kDoneResult, FieldKind::kBytes, kMaxPayloadSize, false},
+};
+constexpr FieldSpec kErrorSchema[] = {
+    {kErrorCode, FieldKind::kU64, 8, true},
+    {kErrorMessage, FieldKind::kBytes, kMaxErrorMessageSize, false},
+};
+
+absl::Status Invalid(MessageType type, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(MessageTypeName(type), ": ", what));
+}
+
+// The frame-level checks every decoder starts with.
+absl::Status CheckFrame(const ReceivedFrame& received, MessageType want, size_t want_fds) {
+  if (received.frame.type != want) {
+    return absl::InvalidArgumentError(absl::StrCat("expected a ", MessageTypeName(want),
+                                                   " frame, got ",
+                                                   MessageTypeName(received.frame.type)));
+  }
+  if (received.fds.size() != want_fds) {
+    return Invalid(want, absl::StrCat("carries ", received.fds.size(), " fds, want ", want_fds));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckRequestId(MessageType type, uint64_t request_id) {
+  if (request_id == 0) return Invalid(type, "request id 0 is reserved for the connection");
+  return absl::OkStatus();
+}
+
+absl::Status CheckPid(MessageType type, uint64_t pid) {
+  if (pid == 0 || pid > static_cast<uint64_t>(kMaxPid)) {
+    return Invalid(type, absl::StrCat("pid ", pid, " is out of range"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateHello(const HelloMessage& m) {
+  if (m.agent_kind.empty() || m.agent_kind.size() > kMaxAgentKindSize) {
+    return Invalid(MessageType::kHello, "agent kind must be 1..32 bytes");
+  }
+  for (char c : m.agent_kind) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-')) {
+      return Invalid(MessageType::kHello, "agent kind may hold only [a-z0-9_-]");
+    }
+  }
+  if (m.protocol_version == 0 || m.protocol_version > 0xFFFF) {
+    return Invalid(MessageType::kHello, absl::StrCat("bad protocol version ", m.protocol_version));
+  }
+  if (m.pid < 0) return Invalid(MessageType::kHello, "negative pid");
+  return CheckPid(MessageType::kHello, static_cast<uint64_t>(m.pid));
+}
+
+absl::Status ValidateRun(const RunMessage& m) {
+  ZYGO_RETURN_IF_ERROR(CheckRequestId(MessageType::kRun, m.request_id));
+  if (m.entry.empty() || m.entry.size() > kMaxEntrySize) {
+    return Invalid(MessageType::kRun, "entry must be 1..4096 bytes");
+  }
+  if (m.deadline_ms == 0 || m.deadline_ms > kMaxDeadlineMs) {
+    return Invalid(MessageType::kRun, absl::StrCat("deadline ", m.deadline_ms, " ms out of range"));
+  }
+  switch (m.fd_layout) {
+    case FdLayout::kNone:
+    case FdLayout::kStdio:
+    case FdLayout::kResultPipe:
+      return absl::OkStatus();
+  }
+  return Invalid(MessageType::kRun, "unknown fd layout");
+}
+
+absl::Status ValidateForked(const ForkedMessage& m) {
+  ZYGO_RETURN_IF_ERROR(CheckRequestId(MessageType::kForked, m.request_id));
+  if (m.pid < 0) return Invalid(MessageType::kForked, "negative pid");
+  return CheckPid(MessageType::kForked, static_cast<uint64_t>(m.pid));
+}
+
+absl::Status ValidateDone(const DoneMessage& m) {
+  ZYGO_RETURN_IF_ERROR(CheckRequestId(MessageType::kDone, m.request_id));
+  switch (m.exit_kind) {
+    case ExitKind::kExited:
+      if (m.exit_code < 0 || m.exit_code > 255) {
+        return Invalid(MessageType::kDone, absl::StrCat("exit code ", m.exit_code, " not 0..255"));
+      }
+      return absl::OkStatus();
+    case ExitKind::kSignalled:
+      if (m.exit_code < 1 || m.exit_code > 64) {
+        return Invalid(MessageType::kDone, absl::StrCat("signal ", m.exit_code, " not 1..64"));
+      }
+      return absl::OkStatus();
+  }
+  return Invalid(MessageType::kDone, "unknown exit kind");
+}
+
+absl::Status ValidateError(const ErrorMessage& m) {
+  const int code = static_cast<int>(m.code);
+  // absl::StatusCode's defined values are 1..16 besides kOk.
+  if (code < 1 || code > 16) return Invalid(MessageType::kError, absl::StrCat("bad code ", code));
+  if (m.message.size() > kMaxErrorMessageSize) {
+    return Invalid(MessageType::kError, "message too long");
+  }
+  return absl::OkStatus();
+}
+
+Frame MakeFrame(MessageType type, uint64_t request_id, std::string payload) {
+  Frame frame;
+  frame.type = type;
+  frame.request_id = request_id;
+  frame.payload = std::move(payload);
+  return frame;
+}
+
+absl::StatusOr<Frame> CheckedFrame(Frame frame) {
+  if (frame.payload.size() > kMaxPayloadSize) {
+    return Invalid(frame.type, absl::StrCat("payload of ", frame.payload.size(), " bytes exceeds ",
+                                            kMaxPayloadSize));
+  }
+  return frame;
+}
+
+}  // namespace
+
+size_t FdCount(FdLayout layout) {
+  switch (layout) {
+    case FdLayout::kNone:
+      return 0;
+    case FdLayout::kStdio:
+      return 3;
+    case FdLayout::kResultPipe:
+      return 1;
+  }
+  return 0;
+}
+
+absl::StatusOr<Frame> Encode(const HelloMessage& m) {
+  ZYGO_RETURN_IF_ERROR(ValidateHello(m));
+  return CheckedFrame(MakeFrame(MessageType::kHello, 0,
+                                FieldWriter()
+                                    .AddBytes(kHelloAgentKind, m.agent_kind)
+                                    .AddU64(kHelloProtocolVersion, m.protocol_version)
+                                    .AddU64(kHelloPid, static_cast<uint64_t>(m.pid))
+                                    .Finish()));
+}
+
+absl::StatusOr<Frame> Encode(const RunMessage& m) {
+  ZYGO_RETURN_IF_ERROR(ValidateRun(m));
+  FieldWriter writer;
+  writer.AddBytes(kRunEntry, m.entry);
+  if (!m.event.empty()) writer.AddBytes(kRunEvent, m.event);
+  writer.AddU64(kRunDeadlineMs, m.deadline_ms);
+  writer.AddU64(kRunFdLayout, static_cast<uint64_t>(m.fd_layout));
+  return CheckedFrame(MakeFrame(MessageType::kRun, m.request_id, writer.Finish()));
+}
+
+absl::StatusOr<Frame> Encode(const ForkedMessage& m) {
+  ZYGO_RETURN_IF_ERROR(ValidateForked(m));
+  return MakeFrame(MessageType::kForked, m.request_id,
+                   FieldWriter().AddU64(kForkedPid, static_cast<uint64_t>(m.pid)).Finish());
+}
+
+absl::StatusOr<Frame> Encode(const GoMessage& m) {
+  ZYGO_RETURN_IF_ERROR(CheckRequestId(MessageType::kGo, m.request_id));
+  return MakeFrame(MessageType::kGo, m.request_id, "");
+}
+
+absl::StatusOr<Frame> Encode(const DoneMessage& m) {
+  ZYGO_RETURN_IF_ERROR(ValidateDone(m));
+  FieldWriter writer;
+  writer.AddU64(kDoneExitKind, static_cast<uint64_t>(m.exit_kind));
+  writer.AddU64(kDoneExitCode, static_cast<uint64_t>(m.exit_code));
+  if (!m.result.empty()) writer.AddBytes(kDoneResult, m.result);
+  return CheckedFrame(MakeFrame(MessageType::kDone, m.request_id, writer.Finish()));
+}
+
+absl::StatusOr<Frame> Encode(const ErrorMessage& m) {
+  ZYGO_RETURN_IF_ERROR(ValidateError(m));
+  FieldWriter writer;
+  writer.AddU64(kErrorCode, static_cast<uint64_t>(m.code));
+  if (!m.message.empty()) writer.AddBytes(kErrorMessage, m.message);
+  return MakeFrame(MessageType::kError, m.request_id, writer.Finish());
+}
+
+absl::StatusOr<Frame> Encode(const PingMessage& m) {
+  return MakeFrame(MessageType::kPing, m.nonce, "");
+}
+
+absl::StatusOr<Frame> Encode(const PongMessage& m) {
+  return MakeFrame(MessageType::kPong, m.nonce, "");
+}
+
+absl::StatusOr<HelloMessage> DecodeHello(const ReceivedFrame& received) {
+  ZYGO_RETURN_IF_ERROR(CheckFrame(received, MessageType::kHello, 0));
+  if (received.frame.request_id != 0) return Invalid(MessageType::kHello, "request id must be 0");
+  ZYGO_ASSIGN_OR_RETURN(FieldReader reader,
+                        FieldReader::Parse(received.frame.payload, kHelloSchema));
+  HelloMessage m;
+  m.agent_kind = std::string(*reader.Bytes(kHelloAgentKind));
+  const uint64_t version = *reader.U64(kHelloProtocolVersion);
+  const uint64_t pid = *reader.U64(kHelloPid);
+  // Range-check before narrowing, so a huge value cannot wrap into a valid one.
+  if (version > 0xFFFF) return Invalid(MessageType::kHello, "protocol version out of range");
+  ZYGO_RETURN_IF_ERROR(CheckPid(MessageType::kHello, pid));
+  m.protocol_version = static_cast<uint32_t>(version);
+  m.pid = static_cast<int64_t>(pid);
+  ZYGO_RETURN_IF_ERROR(ValidateHello(m));
+  return m;
+}
+
+absl::StatusOr<RunMessage> DecodeRun(const ReceivedFrame& received) {
+  // The type first; the fd count depends on the payload's layout and is checked below.
+  ZYGO_RETURN_IF_ERROR(CheckFrame(received, MessageType::kRun, received.fds.size()));
+  ZYGO_ASSIGN_OR_RETURN(FieldReader reader, FieldReader::Parse(received.frame.payload, kRunSchema));
+  const uint64_t layout = *reader.U64(kRunFdLayout);
+  if (layout > static_cast<uint64_t>(FdLayout::kResultPipe)) {
+    return Invalid(MessageType::kRun, absl::StrCat("unknown fd layout ", layout));
+  }
+  RunMessage m;
+  m.request_id = received.frame.request_id;
+  m.entry = std::string(*reader.Bytes(kRunEntry));
+  m.event = std::string(reader.Bytes(kRunEvent).value_or(""));
+  m.deadline_ms = *reader.U64(kRunDeadlineMs);
+  m.fd_layout = static_cast<FdLayout>(layout);
+  ZYGO_RETURN_IF_ERROR(CheckFrame(received, MessageType::kRun, FdCount(m.fd_layout)));
+  ZYGO_RETURN_IF_ERROR(ValidateRun(m));
+  return m;
+}
+
+absl::StatusOr<ForkedMessage> DecodeForked(const ReceivedFrame& received) {
+  ZYGO_RETURN_IF_ERROR(CheckFrame(received, MessageType::kForked, 0));
+  ZYGO_ASSIGN_OR_RETURN(FieldReader reader,
+                        FieldReader::Parse(received.frame.payload, kForkedSchema));
+  const uint64_t pid = *reader.U64(kForkedPid);
+  ZYGO_RETURN_IF_ERROR(CheckPid(MessageType::kForked, pid));
+  ForkedMessage m;
+  m.request_id = received.frame.request_id;
+  m.pid = static_cast<int64_t>(pid);
+  ZYGO_RETURN_IF_ERROR(ValidateForked(m));
+  return m;
+}
+
+absl::StatusOr<GoMessage> DecodeGo(const ReceivedFrame& received) {
+  ZYGO_RETURN_IF_ERROR(CheckFrame(received, MessageType::kGo, 0));
+  ZYGO_RETURN_IF_ERROR(FieldReader::Parse(received.frame.payload, {}).status());
+  ZYGO_RETURN_IF_ERROR(CheckRequestId(MessageType::kGo, received.frame.request_id));
+  return GoMessage{received.frame.request_id};
+}
+
+absl::StatusOr<DoneMessage> DecodeDone(const ReceivedFrame& received) {
+  ZYGO_RETURN_IF_ERROR(CheckFrame(received, MessageType::kDone, 0));
+  ZYGO_ASSIGN_OR_RETURN(FieldReader reader,
+                        FieldReader::Parse(received.frame.payload, kDoneSchema));
+  const uint64_t kind = *reader.U64(kDoneExitKind);
+  const uint64_t code = *reader.U64(kDoneExitCode);
+  if (kind != static_cast<uint64_t>(ExitKind::kExited) &&
+      kind != static_cast<uint64_t>(ExitKind::kSignalled)) {
+    return Invalid(MessageType::kDone, absl::StrCat("unknown exit kind ", kind));
+  }
+  if (code > 255) return Invalid(MessageType::kDone, absl::StrCat("exit code ", code));
+  DoneMessage m;
+  m.request_id = received.frame.request_id;
+  m.exit_kind = static_cast<ExitKind>(kind);
+  m.exit_code = static_cast<int32_t>(code);
+  m.result = std::string(reader.Bytes(kDoneResult).value_or(""));
+  ZYGO_RETURN_IF_ERROR(ValidateDone(m));
+  return m;
+}
+
+absl::StatusOr<ErrorMessage> DecodeError(const ReceivedFrame& received) {
+  ZYGO_RETURN_IF_ERROR(CheckFrame(received, MessageType::kError, 0));
+  ZYGO_ASSIGN_OR_RETURN(FieldReader reader,
+                        FieldReader::Parse(received.frame.payload, kErrorSchema));
+  const uint64_t code = *reader.U64(kErrorCode);
+  if (code < 1 || code > 16) return Invalid(MessageType::kError, absl::StrCat("bad code ", code));
+  ErrorMessage m;
+  m.request_id = received.frame.request_id;
+  m.code = static_cast<absl::StatusCode>(code);
+  m.message = std::string(reader.Bytes(kErrorMessage).value_or(""));
+  ZYGO_RETURN_IF_ERROR(ValidateError(m));
+  return m;
+}
+
+absl::StatusOr<PingMessage> DecodePing(const ReceivedFrame& received) {
+  ZYGO_RETURN_IF_ERROR(CheckFrame(received, MessageType::kPing, 0));
+  ZYGO_RETURN_IF_ERROR(FieldReader::Parse(received.frame.payload, {}).status());
+  return PingMessage{received.frame.request_id};
+}
+
+absl::StatusOr<PongMessage> DecodePong(const ReceivedFrame& received) {
+  ZYGO_RETURN_IF_ERROR(CheckFrame(received, MessageType::kPong, 0));
+  ZYGO_RETURN_IF_ERROR(FieldReader::Parse(received.frame.payload, {}).status());
+  return PongMessage{received.frame.request_id};
+}
+
+}  // namespace zygo::wire
