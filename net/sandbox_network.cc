@@ -1,6 +1,7 @@
 #include "net/sandbox_network.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -68,13 +69,37 @@ std::string DrainOneLine(int fd) {
   return line;
 }
 
-// A private directory for pasta's pid file, removed with the file in it.
+constexpr char kPidDirPrefix[] = "zygo-pasta-";
+
+// Removes /tmp/zygo-pasta-<pid>-* directories whose zygo-net <pid> is gone: a helper
+// killed with SIGKILL cannot remove its own. Only names of this form are touched.
+void SweepStalePidDirs() {
+  DIR* tmp = opendir("/tmp");
+  if (tmp == nullptr) return;
+  while (struct dirent* entry = readdir(tmp)) {
+    absl::string_view name = entry->d_name;
+    if (!absl::ConsumePrefix(&name, kPidDirPrefix)) continue;
+    int owner = 0;
+    if (!absl::SimpleAtoi(name.substr(0, name.find('-')), &owner) || owner <= 1) continue;
+    if (kill(owner, 0) == 0 || errno != ESRCH) continue;
+    std::string dir = absl::StrCat("/tmp/", entry->d_name);
+    unlink(absl::StrCat(dir, "/pasta.pid").c_str());
+    rmdir(dir.c_str());
+  }
+  closedir(tmp);
+}
+
+// A private directory for pasta's pid file, removed with the file in it. Its name carries
+// this process's pid so a later helper can sweep it if this one is killed.
 class PidFileDir {
  public:
   absl::Status Create() {
-    char dir[] = "/tmp/zygo-pasta-XXXXXX";
-    if (mkdtemp(dir) == nullptr) return base::ErrnoStatus(errno, "mkdtemp(/tmp/zygo-pasta-*)");
-    dir_ = dir;
+    SweepStalePidDirs();
+    std::string pattern = absl::StrCat("/tmp/", kPidDirPrefix, getpid(), "-XXXXXX");
+    if (mkdtemp(pattern.data()) == nullptr) {
+      return base::ErrnoStatus(errno, absl::StrCat("mkdtemp(", pattern, ")"));
+    }
+    dir_ = pattern;
     return absl::OkStatus();
   }
   ~PidFileDir() {

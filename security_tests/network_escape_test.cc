@@ -10,11 +10,14 @@
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -410,6 +413,16 @@ TEST_F(NetworkEscapeTest, AKilledNetworkHelperLeavesNoPasta) {
     EXPECT_THAT(ProcessesMatching(kMarker), IsEmpty()) << c.when;
     EXPECT_THAT(LeftoverCgroups(), IsEmpty()) << c.when;
   }
+  // A killed helper cannot remove its pid-file directory; the next run sweeps it.
+  ASSERT_EQ(RunZygo({"--net", "full"}, "host", {"/bin/true"}, options).exit_code, 0);
+  std::vector<std::string> stale;
+  for (const auto& entry : std::filesystem::directory_iterator("/tmp")) {
+    std::string name = entry.path().filename();
+    if (name.rfind("zygo-pasta-", 0) != 0) continue;
+    int owner = atoi(name.c_str() + strlen("zygo-pasta-"));
+    if (owner <= 0 || kill(owner, 0) != 0) stale.push_back(name);
+  }
+  EXPECT_THAT(stale, IsEmpty());
 }
 
 }  // namespace
