@@ -5,6 +5,7 @@
 
 #include "bench/bytecode_bench.h"
 #include "bench/cold_bench.h"
+#include "bench/net_bench.h"
 #include "bench/pull_bench.h"
 #include "cli/doctor_command.h"
 #include "cli/image_commands.h"
@@ -42,6 +43,8 @@ Benches:
            against bubblewrap (zygo bench pull --help)
   bytecode importing ten modules in a Python image with and without its bytecode
            layer (zygo bench bytecode --help)
+  net      what a network mode adds to a one-shot run, and connect and resolve
+           times through the sandbox, in a fake internet (zygo bench net --help)
 
 warm and load arrive with the supervisor.
 )";
@@ -59,10 +62,10 @@ int BenchCommand(int argc, char** argv) {
   if (strcmp(argv[0], "cold") == 0) return zygo::bench::RunColdBench(argc - 1, argv + 1);
   if (strcmp(argv[0], "pull") == 0) return zygo::bench::RunPullBench(argc - 1, argv + 1);
   if (strcmp(argv[0], "bytecode") == 0) return zygo::bench::RunBytecodeBench(argc - 1, argv + 1);
+  if (strcmp(argv[0], "net") == 0) return zygo::bench::RunNetBench(argc - 1, argv + 1);
   fprintf(stderr,
-          "zygo bench: unknown bench '%s': only cold, pull and bytecode exist so far (warm and "
-          "load arrive "
-          "with the supervisor)\n",
+          "zygo bench: unknown bench '%s': only cold, pull, bytecode and net exist so far "
+          "(warm and load arrive with the supervisor)\n",
           argv[0]);
   return 125;
 }
