@@ -3,9 +3,9 @@
 // temp directory. Pull, load, run with the image's config, images, rmi, prune, and the
 // one-line errors for bad references, unknown tags, auth and digest failures.
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,10 +24,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string Runfile(const std::string& path) {
-  return absl::StrCat(getenv("TEST_SRCDIR"), "/zygo/", path);
-}
-
 // Runs a tool script and returns the value of `KEY=` from its one-line report.
 std::string ToolValue(const std::vector<std::string>& argv, const std::string& key) {
   RunResult result = RunOnHost(argv);
@@ -41,10 +37,6 @@ std::string ToolValue(const std::vector<std::string>& argv, const std::string& k
 
 std::string BuildImage(const std::string& name) {
   return ToolValue({Runfile("tools/images/build"), name}, "IMAGE");
-}
-
-int LineCount(const std::string& text) {
-  return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
 }
 
 class ImageCli : public ::testing::Test {

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cli/helper_binary.h"
 #include "core/base/status_macros.h"
 #include "images/reference.h"
 #include "images/store.h"
@@ -34,19 +35,8 @@ std::string HumanSize(int64_t bytes) {
   return absl::StrFormat("%.1fkB", bytes / 1e3);
 }
 
-// zygo-image sits next to zygo (an install, or bazel-bin/cli), else in zygo's runfiles.
 absl::StatusOr<std::string> ImageToolPath() {
-  char self[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n > 0) {
-    self[n] = '\0';
-    std::string dir(self, strrchr(self, '/') - self);
-    for (const std::string& candidate :
-         {dir + "/zygo-image", std::string(self) + ".runfiles/zygo/cli/zygo-image"}) {
-      if (access(candidate.c_str(), X_OK) == 0) return candidate;
-    }
-  }
-  return absl::NotFoundError("zygo-image (the pull/load/login tool) is not installed next to zygo");
+  return FindHelperBinary("zygo-image", "cli", "the pull/load/login tool");
 }
 
 absl::Status RunImageTool(const std::vector<std::string>& args) {

@@ -23,14 +23,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string Runfile(const std::string& path) {
-  return absl::StrCat(getenv("TEST_SRCDIR"), "/zygo/", path);
-}
-
-int LineCount(const std::string& text) {
-  return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
-}
-
 int Count(const std::string& text, const std::string& needle) {
   int n = 0;
   for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) {

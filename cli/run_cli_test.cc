@@ -23,10 +23,6 @@
 namespace zygo::testing {
 namespace {
 
-int LineCount(const std::string& text) {
-  return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
-}
-
 TEST(RunCli, ExitCodesPassThrough) {
   EXPECT_EQ(RunZygo({}, "host", {"/bin/true"}).exit_code, 0);
   EXPECT_EQ(RunZygo({}, "host", {"/bin/sh", "-c", "exit 3"}).exit_code, 3);

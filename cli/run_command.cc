@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cli/helper_binary.h"
 #include "cli/image_commands.h"
 #include "cli/run_flags.h"
 #include "core/cgroup.h"
@@ -169,30 +170,14 @@ absl::StatusOr<std::optional<net::SandboxNetworkPlan>> PlanNetwork(const core::S
   return std::optional<net::SandboxNetworkPlan>(*std::move(plan));
 }
 
-// zygo-net (net/zygo_net_main.cc) sits next to zygo (an install), in bazel-bin/net, or in
-// zygo's runfiles.
-absl::StatusOr<std::string> NetworkHelperPath() {
-  char self[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n > 0) {
-    self[n] = '\0';
-    std::string dir(self, strrchr(self, '/') - self);
-    for (const std::string& candidate : {dir + "/zygo-net", dir + "/../net/zygo-net",
-                                         std::string(self) + ".runfiles/zygo/net/zygo-net"}) {
-      if (access(candidate.c_str(), X_OK) == 0) return candidate;
-    }
-  }
-  return absl::NotFoundError(
-      "zygo-net (the network helper for --net egress/full) is not installed next to zygo");
-}
-
 // Launches the plan; with a network plan, hooks the network up before the child goes and
 // stops pasta and the resolver once the sandbox has ended, however it ended.
 absl::StatusOr<core::Outcome> LaunchWithNetwork(
     const core::Plan& plan, core::CgroupDriver* cgroups,
     const std::optional<net::SandboxNetworkPlan>& network_plan) {
   if (!network_plan.has_value()) return core::Launch(plan, cgroups);
-  absl::StatusOr<std::string> helper = NetworkHelperPath();
+  absl::StatusOr<std::string> helper =
+      FindHelperBinary("zygo-net", "net", "the network helper for --net egress/full");
   if (!helper.ok()) return helper.status();
   std::unique_ptr<net::NetworkHelper> network;
   absl::StatusOr<core::Outcome> outcome =

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -20,11 +21,6 @@
 
 namespace zygo::testing {
 namespace {
-
-std::string Runfile(const std::string& path) {
-  const char* root = getenv("TEST_SRCDIR");
-  return absl::StrCat(root != nullptr ? root : ".", "/zygo/", path);
-}
 
 std::string TempPath(const std::string& name) {
   const char* dir = getenv("TEST_TMPDIR");
@@ -92,6 +88,15 @@ RunResult RunOnHost(const std::vector<std::string>& argv, const RunOptions& opti
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) result.term_signal = WTERMSIG(status);
   return result;
+}
+
+std::string Runfile(const std::string& path) {
+  const char* root = getenv("TEST_SRCDIR");
+  return absl::StrCat(root != nullptr ? root : ".", "/zygo/", path);
+}
+
+int LineCount(const std::string& text) {
+  return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
 }
 
 std::string ZygoPath() { return Runfile("cli/zygo"); }

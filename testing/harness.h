@@ -26,6 +26,12 @@ struct RunOptions {
   std::string zygo_binary;  // default: ZygoPath()
 };
 
+// A file of this workspace in Bazel's runfiles ("tools/images/build").
+std::string Runfile(const std::string& path);
+
+// Newlines in `text`: a "one clear line" error has exactly one.
+int LineCount(const std::string& text);
+
 // Paths of the binaries under test, from Bazel's runfiles.
 std::string ZygoPath();
 std::string ProbePath();
