@@ -5,21 +5,8 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 images=$(cd "$here/../../tools/images" && pwd)
-if [[ -n ${TEST_TMPDIR:-} ]]; then
-  tmp=$TEST_TMPDIR
-else
-  tmp=$(mktemp -d)
-  trap 'rm -rf "$tmp"' EXIT
-fi
-failures=0
-check() {  # check DESCRIPTION COMMAND...
-  if "${@:2}"; then
-    echo "ok: $1"
-  else
-    echo "FAILED: $1" >&2
-    failures=$((failures + 1))
-  fi
-}
+# shellcheck source=testing/sh/checks.sh
+source "$here/../sh/checks.sh"
 fails() {
   ! "$@" >/dev/null 2>&1
 }
@@ -85,5 +72,4 @@ for mode in anonymous basic bearer; do
   unset r
 done
 
-echo "registry_test: $failures failure(s)"
-((failures == 0))
+finish registry_test

@@ -4,21 +4,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-if [[ -n ${TEST_TMPDIR:-} ]]; then
-  tmp=$TEST_TMPDIR
-else
-  tmp=$(mktemp -d)
-  trap 'rm -rf "$tmp"' EXIT
-fi
-failures=0
-check() {  # check DESCRIPTION COMMAND...
-  if "${@:2}"; then
-    echo "ok: $1"
-  else
-    echo "FAILED: $1" >&2
-    failures=$((failures + 1))
-  fi
-}
+# shellcheck source=testing/sh/checks.sh
+source "$here/../../testing/sh/checks.sh"
 quiet() {
   "$@" >/dev/null
 }
@@ -58,5 +45,4 @@ check "no whiteout files leak" test -z "$(find "$root" -name '.wh.*')"
 config=$(skopeo inspect --config "oci:$tmp/images/busybox-multilayer")
 check "multilayer config" grep -q '"User":"1000:1000"' <<<"$(tr -d ' \n' <<<"$config")"
 
-echo "images_test: $failures failure(s)"
-((failures == 0))
+finish images_test
