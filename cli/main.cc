@@ -2,12 +2,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
 #include "bench/bytecode_bench.h"
 #include "bench/cold_bench.h"
 #include "bench/net_bench.h"
 #include "bench/pull_bench.h"
 #include "cli/doctor_command.h"
+#include "cli/helper_binary.h"
 #include "cli/image_commands.h"
 #include "cli/run_command.h"
 
@@ -26,12 +33,24 @@ Commands:
   doctor   what this host gives zygo (cgroups, namespaces, seccomp, Landlock)
   bench    measure zygo against its peers (zygo bench --help)
 
+Warm functions (the supervisor; each command has --help):
+  serve    run the supervisor, which keeps functions warm and serves the API
+  up       register a function from its TOML spec: zygo up SPEC.toml
+  down     remove a function: zygo down NAME
+  ls       list the functions and their state: zygo ls [--json]
+  exec     run one request on a warm function: zygo exec NAME [--data JSON | -]
+  scripts  store a runtime-pool script for exec --script: zygo scripts put FILE
+
 Global flags:
   -v, --verbose   print timings
       --root DIR  the image store (default $ZYGO_HOME, ~/.local/share/zygo,
                   /var/lib/zygo for root)
   -h, --help      this text
       --version   print the version
+
+The supervisor's socket is --socket PATH on each command, else $ZYGO_SOCKET, else
+/run/zygo/zygo.sock for root and $XDG_RUNTIME_DIR/zygo/zygo.sock (or
+/tmp/zygo-UID/zygo.sock) for anyone else.
 )";
 
 constexpr char kBenchUsage[] = R"(Usage: zygo bench BENCH [flags]
@@ -67,6 +86,24 @@ int BenchCommand(int argc, char** argv) {
           "zygo bench: unknown bench '%s': only cold, pull, bytecode and net exist so far "
           "(warm and load arrive with the supervisor)\n",
           argv[0]);
+  return 125;
+}
+
+// Replaces this process with `helper <command> <args...>`: the supervisor and its
+// client commands need shared libraries (gRPC, libcurl) that the static `zygo` leaves out.
+int ForwardToHelper(const char* helper, const char* package, const char* what, const char* command,
+                    bool pass_command, int argc, char** argv) {
+  absl::StatusOr<std::string> path = zygo::cli::FindHelperBinary(helper, package, what);
+  if (!path.ok()) {
+    fprintf(stderr, "zygo: %s\n", std::string(path.status().message()).c_str());
+    return 125;
+  }
+  std::vector<char*> args = {path->data()};
+  if (pass_command) args.push_back(const_cast<char*>(command));
+  for (int i = 0; i < argc; ++i) args.push_back(argv[i]);
+  args.push_back(nullptr);
+  execv(path->c_str(), args.data());
+  fprintf(stderr, "zygo: exec %s: %s\n", path->c_str(), strerror(errno));
   return 125;
 }
 
@@ -107,6 +144,19 @@ int main(int argc, char** argv) {
     if (strcmp(command, forwarded) == 0) {
       return zygo::cli::ForwardToImageTool(forwarded, rest_argc, rest_argv);
     }
+  }
+  for (const char* forwarded : {"up", "down", "ls", "exec", "scripts"}) {
+    if (strcmp(command, forwarded) == 0) {
+      return ForwardToHelper("zygo-api", "cli", "the supervisor client", forwarded,
+                             /*pass_command=*/true, rest_argc, rest_argv);
+    }
+  }
+  if (strcmp(command, "serve") == 0) {
+    // Installed as zygo-supervisor; in a Bazel tree it is //supervisor's own output.
+    const char* helper = "zygo-supervisor";
+    if (!zygo::cli::FindHelperBinary(helper, "supervisor", "").ok()) helper = "supervisor";
+    return ForwardToHelper(helper, "supervisor", "the supervisor, `zygo serve`", command,
+                           /*pass_command=*/false, rest_argc, rest_argv);
   }
   if (strcmp(command, "doctor") == 0) return zygo::cli::DoctorCommand(rest_argc, rest_argv);
   if (strcmp(command, "images") == 0) return zygo::cli::ImagesCommand(rest_argc, rest_argv);

@@ -49,6 +49,16 @@ class Cgroup {
 
   virtual absl::StatusOr<CgroupUsage> ReadUsage() const = 0;
 
+  // Makes a cgroup nested inside this one with `limits` (the supervisor's per-request
+  // cgroups inside a function's). The child must be destroyed before this one.
+  // v2: Unimplemented for now, since v2 forbids controllers below a cgroup that holds
+  // processes (the zygote would have to move to a leaf of its own first).
+  virtual absl::StatusOr<std::unique_ptr<Cgroup>> CreateChild(const CgroupLimits& limits) = 0;
+
+  // SIGKILLs every process in the cgroup, repeating until none is left (a process may
+  // fork while it is being killed). Only processes inside this cgroup are touched.
+  virtual absl::Status KillAll() = 0;
+
   // Removes the directories (retrying while the last tasks leave). Idempotent.
   virtual absl::Status Destroy() = 0;
 

@@ -130,27 +130,35 @@ absl::StatusOr<std::unique_ptr<Cgroup>> MakeCgroup(const Plan& plan, CgroupDrive
 
 class Run {
  public:
-  Run(const Plan& plan, std::unique_ptr<Cgroup> cgroup, const BeforeRelease& before_release)
-      : plan_(plan), cgroup_(std::move(cgroup)), exec_(plan), before_release_(before_release) {}
+  Run(const Plan& plan, std::unique_ptr<Cgroup> cgroup, const LaunchOptions& options)
+      : plan_(plan),
+        owned_cgroup_(std::move(cgroup)),
+        cgroup_(options.cgroup != nullptr ? options.cgroup : owned_cgroup_.get()),
+        exec_(plan),
+        options_(options) {
+    for (int fd : options.inherit_fds) inherit_fds_.push_back(fd);
+    inherit_fds_.push_back(-1);
+  }
 
   ~Run() {
     if (pidfd_.valid() && !reaped_) {
       base::sys::RawPidfdSendSignal(pidfd_.get(), SIGKILL);
       waitpid(pid_, nullptr, 0);
     }
-    if (cgroup_) cgroup_->Destroy().IgnoreError();
+    if (owned_cgroup_) owned_cgroup_->Destroy().IgnoreError();
   }
 
   absl::StatusOr<Outcome> Execute() {
     start_ = Clock::now();
     ZYGO_RETURN_IF_ERROR(MakePipe(&go_read_, &go_write_));
     ZYGO_RETURN_IF_ERROR(MakePipe(&report_read_, &report_write_));
-    ZYGO_RETURN_IF_ERROR(BlockForwardedSignals());
+    if (options_.forward_signals) ZYGO_RETURN_IF_ERROR(BlockForwardedSignals());
     ZYGO_RETURN_IF_ERROR(Clone());
     go_read_.Reset();
     report_write_.Reset();
     tasks_files_.clear();
     ZYGO_RETURN_IF_ERROR(ReleaseChild());
+    if (options_.on_started) options_.on_started(pid_, pidfd_.get(), cgroup_);
     Supervise();
     return Finish();
   }
@@ -196,7 +204,9 @@ class Run {
                               exec_.argv.data(),
                               exec_.envp.data(),
                               exec_.candidates.data(),
-                              close_fds};
+                              close_fds,
+                              inherit_fds_.data(),
+                              options_.stdio_fds};
     long pid = base::sys::RawClone3(&args);
     if (pid == 0) RunSandboxChild(child);
     if (pid < 0) {
@@ -222,7 +232,7 @@ class Run {
   absl::Status ReleaseChild() {
     ZYGO_RETURN_IF_ERROR(WriteIdMapsFromParent(pid_, plan_.identity));
     // After the maps: pasta joins the user namespace and must find root mapped.
-    if (before_release_) ZYGO_RETURN_IF_ERROR(before_release_(pid_));
+    if (options_.before_release) ZYGO_RETURN_IF_ERROR(options_.before_release(pid_));
     char go = 1;
     if (write(go_write_.get(), &go, 1) != 1) return base::ErrnoStatus(errno, "write(go pipe)");
     go_write_.Reset();
@@ -238,13 +248,14 @@ class Run {
                               {signal_fd_.get(), POLLIN, 0},
                               {report_read_.get(), POLLIN, 0}};
       int wait_ms = -1;
-      if (!timed_out_) {
+      if (!timed_out_ && !options_.no_deadline) {
         auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
         wait_ms = static_cast<int>(std::max<int64_t>(0, left.count()));
       }
+      // Without signal forwarding there is no signalfd; poll skips a negative fd.
       int n = poll(fds, report_read_.valid() ? 3 : 2, wait_ms);
       if (n < 0 && errno != EINTR) break;
-      if (n == 0 && !timed_out_) {
+      if (n == 0 && !timed_out_ && !options_.no_deadline) {
         // Killing pid 1 kills every process in its pid namespace, however it forked.
         timed_out_ = true;
         base::sys::RawPidfdSendSignal(pidfd_.get(), SIGKILL);
@@ -295,7 +306,7 @@ class Run {
         outcome.cpu_user_ms = counted.cpu_user_us / 1000;
         outcome.cpu_sys_ms = counted.cpu_system_us / 1000;
       }
-      ZYGO_RETURN_IF_ERROR(cgroup_->Destroy());
+      if (owned_cgroup_) ZYGO_RETURN_IF_ERROR(owned_cgroup_->Destroy());
     }
     if (reports_.exec_started) {
       outcome.start_ms = MsSince(start_, reports_.exec_time);
@@ -348,9 +359,11 @@ class Run {
   }
 
   const Plan& plan_;
-  std::unique_ptr<Cgroup> cgroup_;
+  std::unique_ptr<Cgroup> owned_cgroup_;  // made for this run; null when the caller's is used
+  Cgroup* cgroup_;                        // the one the sandbox is in, or null
   ExecArrays exec_;
-  const BeforeRelease& before_release_;
+  const LaunchOptions& options_;
+  std::vector<int> inherit_fds_;  // -1-terminated, for the child
   UniqueFd go_read_, go_write_, report_read_, report_write_, signal_fd_, pidfd_;
   std::vector<UniqueFd> tasks_files_;  // v1: the child writes itself into these
   pid_t pid_ = -1;
@@ -364,8 +377,18 @@ class Run {
 
 absl::StatusOr<Outcome> Launch(const Plan& plan, CgroupDriver* driver,
                                const BeforeRelease& before_release) {
-  ZYGO_ASSIGN_OR_RETURN(std::unique_ptr<Cgroup> cgroup, MakeCgroup(plan, driver));
-  Run run(plan, std::move(cgroup), before_release);
+  LaunchOptions options;
+  options.before_release = before_release;
+  return Launch(plan, driver, options);
+}
+
+absl::StatusOr<Outcome> Launch(const Plan& plan, CgroupDriver* driver,
+                               const LaunchOptions& options) {
+  std::unique_ptr<Cgroup> cgroup;
+  if (options.cgroup == nullptr) {
+    ZYGO_ASSIGN_OR_RETURN(cgroup, MakeCgroup(plan, driver));
+  }
+  Run run(plan, std::move(cgroup), options);
   return run.Execute();
 }
 

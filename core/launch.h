@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/cgroup.h"
@@ -28,6 +29,30 @@ namespace zygo::core {
 using BeforeRelease = std::function<absl::Status(pid_t pid)>;
 absl::StatusOr<Outcome> Launch(const Plan& plan, CgroupDriver* driver,
                                const BeforeRelease& before_release = nullptr);
+
+// What a long-lived sandbox (the supervisor's zygotes) needs beyond a one-shot run.
+struct LaunchOptions {
+  BeforeRelease before_release;
+  // Parent fds that become the command's fds 3, 4, ... (everything else above 2 is
+  // closed at exec, and the init closes its copies so the command alone holds them).
+  std::vector<int> inherit_fds;
+  // Parent fds for the command's stdin, stdout and stderr; -1 keeps this process's own.
+  int stdio_fds[3] = {-1, -1, -1};
+  // A cgroup the caller made and owns (e.g. to nest per-request cgroups in it): the
+  // sandbox is put there instead of in a new one, and Launch does not remove it.
+  Cgroup* cgroup = nullptr;
+  // Forward SIGINT/SIGTERM/... sent to this process to the sandbox (zygo run). A daemon
+  // running many sandboxes says false.
+  bool forward_signals = true;
+  // Ignore plan.spec.timeout_ms: the caller ends the sandbox (through on_started's pidfd).
+  bool no_deadline = false;
+  // Called once the sandbox runs, on Launch's thread, with the init's pid, a pidfd of it
+  // (valid until Launch returns: dup it to keep it), and the sandbox's cgroup (null without
+  // one; valid until Launch returns). Launch keeps supervising after it returns.
+  std::function<void(pid_t pid, int pidfd, Cgroup* cgroup)> on_started;
+};
+absl::StatusOr<Outcome> Launch(const Plan& plan, CgroupDriver* driver,
+                               const LaunchOptions& options);
 
 }  // namespace zygo::core
 

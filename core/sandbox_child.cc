@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "core/base/child_report.h"
 #include "core/base/sys/netdevice.h"
 #include "core/base/sys/process.h"
@@ -90,8 +92,31 @@ void SetUpSandbox(const SandboxChildArgs& args) {
   for (int sig = 1; sig < NSIG; ++sig) {
     if (sig != SIGKILL && sig != SIGSTOP) sigaction(sig, &default_action, nullptr);
   }
-  // Only 0, 1 and 2 cross into the command.
-  base::sys::RawCloseRangeCloexec(3);
+  // Only 0, 1, 2 and the inherited fds (as 3, 4, ...) cross into the command. Each is
+  // first copied above every low number, so that placing one never overwrites another
+  // (or the exec pipe) that happens to sit at its target number.
+  exec_fd = fcntl(exec_fd, F_DUPFD_CLOEXEC, 64);
+  int moved_stdio[3];
+  for (int i = 0; i < 3; ++i) {
+    moved_stdio[i] = args.stdio_fds[i] >= 0 ? fcntl(args.stdio_fds[i], F_DUPFD_CLOEXEC, 64) : -1;
+  }
+  int moved[kMaxInheritedFds];
+  int inherited = 0;
+  for (const int* fd = args.inherit_fds; *fd >= 0 && inherited < kMaxInheritedFds; ++fd) {
+    moved[inherited++] = fcntl(*fd, F_DUPFD_CLOEXEC, 64);
+  }
+  for (int i = 0; i < 3; ++i) {
+    if (moved_stdio[i] >= 0) dup2(moved_stdio[i], i);
+  }
+  for (int i = 0; i < inherited; ++i) {
+    if (moved[i] < 0 || dup2(moved[i], 3 + i) < 0) {
+      int err = errno;
+      while (write(exec_fd, &err, sizeof(err)) < 0 && errno == EINTR) {
+      }
+      _exit(127);
+    }
+  }
+  base::sys::RawCloseRangeCloexec(static_cast<unsigned>(3 + inherited));
   int err = ENOENT;
   for (const char* const* path = args.candidates; *path != nullptr; ++path) {
     execve(*path, args.argv, args.envp);
@@ -188,6 +213,14 @@ void RunSandboxChild(const SandboxChildArgs& args) {
     ExecCommand(args, exec_pipe[1]);
   }
   close(exec_pipe[1]);
+  // The init keeps no fd but its report and exec pipes: a copy of an inherited socket, or
+  // of any other fd the (multi-threaded) parent had open at clone, would hide the
+  // command's exit from that fd's peer.
+  unsigned low = static_cast<unsigned>(std::min(args.report_fd, exec_pipe[0]));
+  unsigned high = static_cast<unsigned>(std::max(args.report_fd, exec_pipe[0]));
+  if (low > 3) base::sys::RawCloseRange(3, low - 1);
+  if (high > low + 1) base::sys::RawCloseRange(low + 1, high - 1);
+  base::sys::RawCloseRange(high + 1, ~0U);
   ReportExec(args, exec_pipe[0]);
   SuperviseCommand(args, static_cast<pid_t>(pid));
 }

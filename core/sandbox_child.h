@@ -23,7 +23,12 @@ struct SandboxChildArgs {
   char* const* envp;              // NULL-terminated
   const char* const* candidates;  // NULL-terminated exec paths for argv[0]
   const int* close_fds;           // the parent's fds to close first, -1-terminated
+  // Fds the command gets as 3, 4, ... (at most kMaxInheritedFds), -1-terminated.
+  const int* inherit_fds;
+  const int* stdio_fds;  // three fds for the command's 0, 1, 2; -1 keeps the init's
 };
+
+inline constexpr int kMaxInheritedFds = 8;
 
 [[noreturn]] void RunSandboxChild(const SandboxChildArgs& args);
 

@@ -1,4 +1,5 @@
-// sendmsg/recvmsg of wire frames with SCM_RIGHTS over a SOCK_SEQPACKET socketpair.
+// sendmsg/recvmsg of wire frames with SCM_RIGHTS (and SCM_CREDENTIALS on receivers that
+// asked for them) over a SOCK_SEQPACKET socketpair.
 #include "agents/wire/channel.h"
 
 #include <errno.h>
@@ -22,8 +23,23 @@ namespace {
 constexpr absl::string_view kPeerClosed = "wire: peer closed the agent socket";
 
 // Room for exactly kMaxFdsPerFrame fds: a sender attaching more makes the kernel set
-// MSG_CTRUNC, which we refuse, instead of installing extra fds we never asked for.
-constexpr size_t kControlSize = CMSG_SPACE(sizeof(int) * kMaxFdsPerFrame);
+// MSG_CTRUNC, which we refuse, instead of installing extra fds we never asked for. A
+// receiver with SO_PASSCRED also gets one SCM_CREDENTIALS message, which the kernel puts
+// first (net/core/scm.c scm_recv), so it needs that much more room, and only then.
+constexpr size_t kRightsSpace = CMSG_SPACE(sizeof(int) * kMaxFdsPerFrame);
+constexpr size_t kCredentialsSpace = CMSG_SPACE(sizeof(ucred));
+constexpr size_t kControlSize = kCredentialsSpace + kRightsSpace;
+
+// Whether the kernel will attach credentials to what `fd` receives. Asked per receive
+// because the flag can be set at any time and the control room must match it exactly.
+absl::StatusOr<bool> PassesCredentials(int fd) {
+  int on = 0;
+  socklen_t len = sizeof(on);
+  if (::getsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, &len) != 0) {
+    return base::ErrnoStatus(errno, absl::StrCat("getsockopt(agent socket ", fd, ", SO_PASSCRED)"));
+  }
+  return on != 0;
+}
 
 // EPIPE/ECONNRESET mean the other end is gone: report them as the one EOF status.
 absl::Status SocketErrno(int err, absl::string_view what) {
@@ -59,13 +75,20 @@ absl::Status WaitReadable(int fd, absl::Time deadline) {
   }
 }
 
-// Moves every fd in the control messages into `fds` first, so that whatever is wrong with
-// the message afterwards, the fds are owned and get closed.
-absl::Status TakeFds(msghdr& msg, std::vector<base::UniqueFd>& fds) {
+// Moves every fd in the control messages into `received.fds` first, so that whatever is
+// wrong with the message afterwards, the fds are owned and get closed; records the
+// sender's pid from SCM_CREDENTIALS.
+absl::Status TakeControl(msghdr& msg, ReceivedFrame& received) {
   absl::Status status = absl::OkStatus();
   for (cmsghdr* cmsg = CMSG_FIRSTHDR(&msg); cmsg != nullptr; cmsg = CMSG_NXTHDR(&msg, cmsg)) {
+    if (cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_CREDENTIALS &&
+        cmsg->cmsg_len == CMSG_LEN(sizeof(ucred))) {
+      ucred credentials{};
+      std::memcpy(&credentials, CMSG_DATA(cmsg), sizeof(credentials));
+      received.sender_pid = credentials.pid;
+      continue;
+    }
     if (cmsg->cmsg_level != SOL_SOCKET || cmsg->cmsg_type != SCM_RIGHTS) {
-      // SCM_CREDENTIALS etc. only arrive if someone enabled them on our socket.
       status = absl::InvalidArgumentError(absl::StrCat(
           "wire: unexpected control message level ", cmsg->cmsg_level, " type ", cmsg->cmsg_type));
       continue;
@@ -73,9 +96,9 @@ absl::Status TakeFds(msghdr& msg, std::vector<base::UniqueFd>& fds) {
     const size_t count = (cmsg->cmsg_len - CMSG_LEN(0)) / sizeof(int);
     const unsigned char* data = CMSG_DATA(cmsg);
     for (size_t i = 0; i < count; ++i) {
-      int received = -1;
-      std::memcpy(&received, data + i * sizeof(int), sizeof(int));
-      fds.emplace_back(received);
+      int fd = -1;
+      std::memcpy(&fd, data + i * sizeof(int), sizeof(int));
+      received.fds.emplace_back(fd);
     }
   }
   return status;
@@ -91,6 +114,14 @@ absl::StatusOr<std::pair<base::UniqueFd, base::UniqueFd>> MakeAgentSocketPair() 
   return std::make_pair(base::UniqueFd(sv[0]), base::UniqueFd(sv[1]));
 }
 
+absl::Status EnablePeerCredentials(int fd) {
+  const int on = 1;
+  if (::setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, sizeof(on)) != 0) {
+    return base::ErrnoStatus(errno, absl::StrCat("setsockopt(agent socket ", fd, ", SO_PASSCRED)"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status SendFrame(int fd, const Frame& frame, absl::Span<const int> fds) {
   for (int attached : fds) {
     if (attached < 0) {
@@ -103,7 +134,7 @@ absl::Status SendFrame(int fd, const Frame& frame, absl::Span<const int> fds) {
   msghdr msg{};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
-  alignas(cmsghdr) unsigned char control[kControlSize] = {};
+  alignas(cmsghdr) unsigned char control[kRightsSpace] = {};
   if (!fds.empty()) {
     msg.msg_control = control;
     msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
@@ -137,13 +168,14 @@ absl::StatusOr<ReceivedFrame> ReceiveFrame(int fd, absl::Duration timeout) {
   std::string buffer(kMaxFrameSize + 1, '\0');
   for (;;) {
     ZYGO_RETURN_IF_ERROR(WaitReadable(fd, deadline));
+    ZYGO_ASSIGN_OR_RETURN(const bool credentials, PassesCredentials(fd));
     iovec iov{buffer.data(), buffer.size()};
     alignas(cmsghdr) unsigned char control[kControlSize] = {};
     msghdr msg{};
     msg.msg_iov = &iov;
     msg.msg_iovlen = 1;
     msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
+    msg.msg_controllen = credentials ? kControlSize : kRightsSpace;
     // MSG_DONTWAIT: poll said readable, but another reader may have taken the datagram.
     const ssize_t n = ::recvmsg(fd, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
     if (n < 0) {
@@ -151,7 +183,7 @@ absl::StatusOr<ReceivedFrame> ReceiveFrame(int fd, absl::Duration timeout) {
       return SocketErrno(errno, absl::StrCat("recvmsg(agent socket ", fd, ")"));
     }
     ReceivedFrame received;
-    const absl::Status cmsg_status = TakeFds(msg, received.fds);
+    const absl::Status cmsg_status = TakeControl(msg, received);
     // On SOCK_SEQPACKET a 0-byte read is the peer's EOF. Frames are never empty, so an
     // empty datagram from a live peer is treated as a hang-up too (any fds with it close).
     if (n == 0) return absl::UnavailableError(kPeerClosed);

@@ -1,5 +1,5 @@
 // Sends and receives wire frames over a SOCK_SEQPACKET unix socketpair, with fds attached
-// via SCM_RIGHTS.
+// via SCM_RIGHTS and, where the receiver asks for them, the sender's SCM_CREDENTIALS.
 //
 // Why SOCK_SEQPACKET: (1) it keeps message boundaries, so one frame is one datagram and a
 // reader never sees half a frame or has to reassemble a stream; (2) like every AF_UNIX type
@@ -27,6 +27,12 @@ namespace zygo::wire {
 // CLOEXEC on it, or dup2 it, before exec). Parent side; needs nothing.
 absl::StatusOr<std::pair<base::UniqueFd, base::UniqueFd>> MakeAgentSocketPair();
 
+// Turns on SO_PASSCRED for `fd`: from then on every datagram received on it names its
+// sender's pid (ReceivedFrame::sender_pid), attached by the kernel without the sender's
+// help. The supervisor does this on its end of the zygote channel, so a Forked frame
+// proves which process sent it. Either side; needs nothing.
+absl::Status EnablePeerCredentials(int fd);
+
 // Sends `frame` as one datagram with `fds` attached (at most kMaxFdsPerFrame; the header
 // declares how many). The fds stay owned by the caller. Blocks until the socket has room;
 // EPIPE comes back as a status (MSG_NOSIGNAL), never as SIGPIPE. Either side; allocates, so
@@ -35,7 +41,8 @@ absl::Status SendFrame(int fd, const Frame& frame, absl::Span<const int> fds);
 
 // Receives one frame, waiting at most `timeout` (absl::InfiniteDuration() waits forever).
 // The received fds are O_CLOEXEC (MSG_CMSG_CLOEXEC) and owned by the result; on every error
-// path they are closed before returning. Errors:
+// path they are closed before returning. sender_pid is filled when `fd` has SO_PASSCRED.
+// Errors:
 //   - kUnavailable: the peer closed its end (EOF); nothing else uses this code. See
 //     IsPeerClosed().
 //   - kDeadlineExceeded: nothing arrived within `timeout`.

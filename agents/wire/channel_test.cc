@@ -1,10 +1,11 @@
-// SendFrame/ReceiveFrame over a real socketpair: fds, CLOEXEC, malformed datagrams without
-// fd leaks, EOF and timeouts.
+// SendFrame/ReceiveFrame over a real socketpair: fds, CLOEXEC, sender credentials,
+// malformed datagrams without fd leaks, EOF and timeouts.
 #include "agents/wire/channel.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <string>
@@ -182,6 +183,62 @@ TEST_F(ChannelTest, TimeoutIsHonoured) {
   EXPECT_LT(waited, absl::Seconds(2));
   EXPECT_EQ(ReceiveFrame(b_.get(), absl::ZeroDuration()).status().code(),
             absl::StatusCode::kDeadlineExceeded);
+}
+
+TEST_F(ChannelTest, SenderPidIsTheRealSenderWithPassCred) {
+  ASSERT_TRUE(EnablePeerCredentials(b_.get()).ok());
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // The child claims another pid in the payload; only the kernel's credentials count.
+    const bool sent = SendFrame(a_.get(), {MessageType::kPing, 1, "1"}, {}).ok();
+    ::_exit(sent ? 0 : 1);
+  }
+  int wstatus = 0;
+  ASSERT_EQ(::waitpid(child, &wstatus, 0), child);
+  ASSERT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0);
+  absl::StatusOr<ReceivedFrame> received = ReceiveFrame(b_.get(), absl::Seconds(5));
+  ASSERT_TRUE(received.ok()) << received.status();
+  EXPECT_EQ(received->sender_pid, child);
+  EXPECT_NE(received->sender_pid, ::getpid());
+
+  // And from this process: its own pid.
+  ASSERT_TRUE(SendFrame(a_.get(), {MessageType::kPing, 2, ""}, {}).ok());
+  received = ReceiveFrame(b_.get(), absl::Seconds(5));
+  ASSERT_TRUE(received.ok()) << received.status();
+  EXPECT_EQ(received->sender_pid, ::getpid());
+}
+
+TEST_F(ChannelTest, SenderPidIsZeroWithoutPassCred) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) ::_exit(SendFrame(a_.get(), {MessageType::kPing, 1, ""}, {}).ok() ? 0 : 1);
+  int wstatus = 0;
+  ASSERT_EQ(::waitpid(child, &wstatus, 0), child);
+  absl::StatusOr<ReceivedFrame> received = ReceiveFrame(b_.get(), absl::Seconds(5));
+  ASSERT_TRUE(received.ok()) << received.status();
+  EXPECT_EQ(received->sender_pid, 0);
+}
+
+TEST_F(ChannelTest, CredentialsAndMaximumFdsTogether) {
+  ASSERT_TRUE(EnablePeerCredentials(b_.get()).ok());
+  std::vector<UniqueFd> owned;
+  std::vector<int> fds;
+  for (size_t i = 0; i < kMaxFdsPerFrame; ++i) {
+    owned.emplace_back(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    fds.push_back(owned.back().get());
+  }
+  ASSERT_TRUE(SendFrame(a_.get(), {MessageType::kRun, 1, ""}, fds).ok());
+  absl::StatusOr<ReceivedFrame> received = ReceiveFrame(b_.get(), absl::Seconds(5));
+  ASSERT_TRUE(received.ok()) << received.status();
+  EXPECT_EQ(received->fds.size(), kMaxFdsPerFrame);
+  EXPECT_EQ(received->sender_pid, ::getpid());
+}
+
+TEST_F(ChannelTest, TooManyFdsWithCredentialsIsCtruncAndNoLeak) {
+  ASSERT_TRUE(EnablePeerCredentials(b_.get()).ok());
+  ExpectRefused(Bytes({MessageType::kRun, 1, ""}, kMaxFdsPerFrame), kMaxFdsPerFrame + 1,
+                absl::StatusCode::kInvalidArgument, "control data truncated");
 }
 
 TEST_F(ChannelTest, ZeroTimeoutReturnsQueuedFrame) {

@@ -24,7 +24,7 @@ uint64_t GetLe(absl::string_view in, size_t offset, int bytes) {
 
 bool IsKnownMessageType(uint16_t raw) {
   return raw >= static_cast<uint16_t>(MessageType::kHello) &&
-         raw <= static_cast<uint16_t>(MessageType::kPong);
+         raw <= static_cast<uint16_t>(MessageType::kFailed);
 }
 
 const char* MessageTypeName(MessageType type) {
@@ -35,8 +35,8 @@ const char* MessageTypeName(MessageType type) {
       return "Run";
     case MessageType::kForked:
       return "Forked";
-    case MessageType::kGo:
-      return "Go";
+    case MessageType::kSpawn:
+      return "Spawn";
     case MessageType::kDone:
       return "Done";
     case MessageType::kError:
@@ -45,6 +45,8 @@ const char* MessageTypeName(MessageType type) {
       return "Ping";
     case MessageType::kPong:
       return "Pong";
+    case MessageType::kFailed:
+      return "Failed";
   }
   return "Unknown";
 }

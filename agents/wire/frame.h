@@ -16,7 +16,7 @@ namespace zygo::wire {
 
 // The bytes "ZYGO" as they appear on the wire, read as a little-endian u32.
 inline constexpr uint32_t kMagic = 0x4F47595A;
-inline constexpr uint16_t kProtocolVersion = 1;
+inline constexpr uint16_t kProtocolVersion = 2;
 inline constexpr size_t kHeaderSize = 24;
 // One frame is one SOCK_SEQPACKET datagram; the default unix socket buffer (wmem_default,
 // 212992 bytes) holds it whole, so 128 KiB of payload never needs a sysctl.
@@ -29,15 +29,18 @@ inline constexpr size_t kMaxFdsPerFrame = 4;
 // and must be zero, so a newer peer's flag is refused instead of silently ignored.
 inline constexpr uint32_t kFlagsFdCountMask = 0xFF;
 
+// Two kinds of channel carry these (see messages.h): the zygote channel (supervisor <->
+// zygote agent) and one child channel per forked spare (supervisor <-> that child).
 enum class MessageType : uint16_t {
-  kHello = 1,   // agent -> supervisor: kind, protocol version, pid.
-  kRun = 2,     // supervisor -> agent: entry, event, deadline; fds per FdLayout.
-  kForked = 3,  // agent -> supervisor: the request child's pid, to admit into a cgroup.
-  kGo = 4,      // supervisor -> agent: the child is admitted; let it run.
-  kDone = 5,    // agent -> supervisor: exit status and result payload.
+  kHello = 1,   // zygote -> supervisor: kind, protocol version, pid.
+  kRun = 2,     // supervisor -> child: entry, event, deadline, code; fds per FdLayout.
+  kForked = 3,  // child -> supervisor over the zygote channel: pid + the child channel's fd.
+  kSpawn = 4,   // supervisor -> zygote: fork one spare ahead of demand.
+  kDone = 5,    // child: the result; zygote: a spare was reaped (exit status).
   kError = 6,   // either way: status code + message.
   kPing = 7,    // liveness probe; request_id is the nonce.
   kPong = 8,    // answer to kPing with the same request_id.
+  kFailed = 9,  // child -> supervisor: the handler raised (type, message, traceback).
 };
 
 // Returns true for the values listed in MessageType.
@@ -54,6 +57,10 @@ struct Frame {
 struct ReceivedFrame {
   Frame frame;
   std::vector<base::UniqueFd> fds;
+  // The sending process's pid as the kernel saw it (SCM_CREDENTIALS), translated into the
+  // receiver's pid namespace; 0 unless the receiving socket has SO_PASSCRED
+  // (EnablePeerCredentials). Unlike any pid in a payload, the sender cannot forge it.
+  int64_t sender_pid = 0;
 };
 
 // The decoded fixed header.

@@ -26,7 +26,7 @@ std::string RandomDatagram(std::mt19937_64& rng) {
   std::string payload(std::uniform_int_distribution<int>(0, 200)(rng), '\0');
   for (char& c : payload) c = static_cast<char>(byte(rng));
   Frame frame;
-  frame.type = static_cast<MessageType>(std::uniform_int_distribution<int>(1, 8)(rng));
+  frame.type = static_cast<MessageType>(std::uniform_int_distribution<int>(1, 9)(rng));
   frame.request_id = rng() % 4;
   frame.payload = payload;
   std::string bytes = EncodeFrame(frame, rng() % (kMaxFdsPerFrame + 1)).value();
@@ -45,16 +45,26 @@ void DecodeAll(const ReceivedFrame& received) {
   (void)DecodeHello(received);
   (void)DecodeRun(received);
   (void)DecodeForked(received);
-  (void)DecodeGo(received);
+  (void)DecodeSpawn(received);
   (void)DecodeDone(received);
   (void)DecodeError(received);
   (void)DecodePing(received);
   (void)DecodePong(received);
+  (void)DecodeFailed(received);
 }
 
-TEST(FuzzTest, RandomDatagramsNeverCrashOrLeak) {
+class FuzzChannelTest : public ::testing::TestWithParam<bool> {};
+
+// Both control-buffer layouts: plain, and with SO_PASSCRED (credentials ride with every
+// datagram and take room in front of the fds).
+INSTANTIATE_TEST_SUITE_P(PassCred, FuzzChannelTest, ::testing::Bool());
+
+TEST_P(FuzzChannelTest, RandomDatagramsNeverCrashOrLeak) {
   auto pair = MakeAgentSocketPair();
   ASSERT_TRUE(pair.ok()) << pair.status();
+  if (GetParam()) {
+    ASSERT_TRUE(EnablePeerCredentials(pair->second.get()).ok());
+  }
   UniqueFd null_fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   ASSERT_TRUE(null_fd.valid());
   std::mt19937_64 rng(20261130);
@@ -66,6 +76,7 @@ TEST(FuzzTest, RandomDatagramsNeverCrashOrLeak) {
     absl::StatusOr<ReceivedFrame> received = ReceiveFrame(pair->second.get(), absl::Seconds(5));
     if (received.ok()) {
       ++accepted;
+      EXPECT_EQ(received->sender_pid, GetParam() ? ::getpid() : 0);
       DecodeAll(*received);
     } else {
       ASSERT_NE(received.status().code(), absl::StatusCode::kDeadlineExceeded);
@@ -79,7 +90,7 @@ TEST(FuzzTest, RandomPayloadsIntoDecodersNeverCrash) {
   std::mt19937_64 rng(7);
   for (int i = 0; i < 5000; ++i) {
     ReceivedFrame received;
-    received.frame.type = static_cast<MessageType>(1 + rng() % 8);
+    received.frame.type = static_cast<MessageType>(1 + rng() % 9);
     received.frame.request_id = rng() % 3;
     // Payloads made of plausible field headers, so the field parser's paths get exercised.
     std::string payload;

@@ -12,10 +12,17 @@ namespace {
 
 // Field tags, per message. Tags are never reused for a different meaning.
 enum : uint16_t { kHelloAgentKind = 1, kHelloProtocolVersion = 2, kHelloPid = 3 };
-enum : uint16_t { kRunEntry = 1, kRunEvent = 2, kRunDeadlineMs = 3, kRunFdLayout = 4 };
+enum : uint16_t {
+  kRunEntry = 1,
+  kRunEvent = 2,
+  kRunDeadlineMs = 3,
+  kRunFdLayout = 4,
+  kRunCode = 5,
+};
 enum : uint16_t { kForkedPid = 1 };
 enum : uint16_t { kDoneExitKind = 1, kDoneExitCode = 2, kDoneResult = 3 };
 enum : uint16_t { kErrorCode = 1, kErrorMessage = 2 };
+enum : uint16_t { kFailedErrorType = 1, kFailedMessage = 2, kFailedTraceback = 3 };
 
 constexpr FieldSpec kHelloSchema[] = {
     {kHelloAgentKind, FieldKind::kBytes, kMaxAgentKindSize, true},
@@ -27,6 +34,7 @@ constexpr FieldSpec kRunSchema[] = {
     {kRunEvent, FieldKind::kBytes, kMaxPayloadSize, false},
     {kRunDeadlineMs, FieldKind::kU64, 8, true},
     {kRunFdLayout, FieldKind::kU64, 8, true},
+    {kRunCode, FieldKind::kBytes, kMaxPayloadSize, false},
 };
 constexpr FieldSpec kForkedSchema[] = {{kForkedPid, FieldKind::kU64, 8, true}};
 constexpr FieldSpec kDoneSchema[] = {
@@ -37,6 +45,11 @@ constexpr FieldSpec kDoneSchema[] = {
 constexpr FieldSpec kErrorSchema[] = {
     {kErrorCode, FieldKind::kU64, 8, true},
     {kErrorMessage, FieldKind::kBytes, kMaxErrorMessageSize, false},
+};
+constexpr FieldSpec kFailedSchema[] = {
+    {kFailedErrorType, FieldKind::kBytes, kMaxErrorTypeSize, true},
+    {kFailedMessage, FieldKind::kBytes, kMaxFailedMessageSize, false},
+    {kFailedTraceback, FieldKind::kBytes, kMaxTracebackSize, false},
 };
 
 absl::Status Invalid(MessageType type, absl::string_view what) {
@@ -124,6 +137,20 @@ absl::Status ValidateDone(const DoneMessage& m) {
   return Invalid(MessageType::kDone, "unknown exit kind");
 }
 
+absl::Status ValidateFailed(const FailedMessage& m) {
+  ZYGO_RETURN_IF_ERROR(CheckRequestId(MessageType::kFailed, m.request_id));
+  if (m.error_type.empty() || m.error_type.size() > kMaxErrorTypeSize) {
+    return Invalid(MessageType::kFailed, "error type must be 1..256 bytes");
+  }
+  if (m.message.size() > kMaxFailedMessageSize) {
+    return Invalid(MessageType::kFailed, "message over 4096 bytes");
+  }
+  if (m.traceback.size() > kMaxTracebackSize) {
+    return Invalid(MessageType::kFailed, "traceback over 64 KiB");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateError(const ErrorMessage& m) {
   const int code = static_cast<int>(m.code);
   // absl::StatusCode's defined values are 1..16 besides kOk.
@@ -181,6 +208,7 @@ absl::StatusOr<Frame> Encode(const RunMessage& m) {
   if (!m.event.empty()) writer.AddBytes(kRunEvent, m.event);
   writer.AddU64(kRunDeadlineMs, m.deadline_ms);
   writer.AddU64(kRunFdLayout, static_cast<uint64_t>(m.fd_layout));
+  if (!m.code.empty()) writer.AddBytes(kRunCode, m.code);
   return CheckedFrame(MakeFrame(MessageType::kRun, m.request_id, writer.Finish()));
 }
 
@@ -190,9 +218,9 @@ absl::StatusOr<Frame> Encode(const ForkedMessage& m) {
                    FieldWriter().AddU64(kForkedPid, static_cast<uint64_t>(m.pid)).Finish());
 }
 
-absl::StatusOr<Frame> Encode(const GoMessage& m) {
-  ZYGO_RETURN_IF_ERROR(CheckRequestId(MessageType::kGo, m.request_id));
-  return MakeFrame(MessageType::kGo, m.request_id, "");
+absl::StatusOr<Frame> Encode(const SpawnMessage& m) {
+  ZYGO_RETURN_IF_ERROR(CheckRequestId(MessageType::kSpawn, m.spare_id));
+  return MakeFrame(MessageType::kSpawn, m.spare_id, "");
 }
 
 absl::StatusOr<Frame> Encode(const DoneMessage& m) {
@@ -210,6 +238,15 @@ absl::StatusOr<Frame> Encode(const ErrorMessage& m) {
   writer.AddU64(kErrorCode, static_cast<uint64_t>(m.code));
   if (!m.message.empty()) writer.AddBytes(kErrorMessage, m.message);
   return MakeFrame(MessageType::kError, m.request_id, writer.Finish());
+}
+
+absl::StatusOr<Frame> Encode(const FailedMessage& m) {
+  ZYGO_RETURN_IF_ERROR(ValidateFailed(m));
+  FieldWriter writer;
+  writer.AddBytes(kFailedErrorType, m.error_type);
+  if (!m.message.empty()) writer.AddBytes(kFailedMessage, m.message);
+  if (!m.traceback.empty()) writer.AddBytes(kFailedTraceback, m.traceback);
+  return CheckedFrame(MakeFrame(MessageType::kFailed, m.request_id, writer.Finish()));
 }
 
 absl::StatusOr<Frame> Encode(const PingMessage& m) {
@@ -252,13 +289,14 @@ absl::StatusOr<RunMessage> DecodeRun(const ReceivedFrame& received) {
   m.event = std::string(reader.Bytes(kRunEvent).value_or(""));
   m.deadline_ms = *reader.U64(kRunDeadlineMs);
   m.fd_layout = static_cast<FdLayout>(layout);
+  m.code = std::string(reader.Bytes(kRunCode).value_or(""));
   ZYGO_RETURN_IF_ERROR(CheckFrame(received, MessageType::kRun, FdCount(m.fd_layout)));
   ZYGO_RETURN_IF_ERROR(ValidateRun(m));
   return m;
 }
 
 absl::StatusOr<ForkedMessage> DecodeForked(const ReceivedFrame& received) {
-  ZYGO_RETURN_IF_ERROR(CheckFrame(received, MessageType::kForked, 0));
+  ZYGO_RETURN_IF_ERROR(CheckFrame(received, MessageType::kForked, kForkedFdCount));
   ZYGO_ASSIGN_OR_RETURN(FieldReader reader,
                         FieldReader::Parse(received.frame.payload, kForkedSchema));
   const uint64_t pid = *reader.U64(kForkedPid);
@@ -270,11 +308,11 @@ absl::StatusOr<ForkedMessage> DecodeForked(const ReceivedFrame& received) {
   return m;
 }
 
-absl::StatusOr<GoMessage> DecodeGo(const ReceivedFrame& received) {
-  ZYGO_RETURN_IF_ERROR(CheckFrame(received, MessageType::kGo, 0));
+absl::StatusOr<SpawnMessage> DecodeSpawn(const ReceivedFrame& received) {
+  ZYGO_RETURN_IF_ERROR(CheckFrame(received, MessageType::kSpawn, 0));
   ZYGO_RETURN_IF_ERROR(FieldReader::Parse(received.frame.payload, {}).status());
-  ZYGO_RETURN_IF_ERROR(CheckRequestId(MessageType::kGo, received.frame.request_id));
-  return GoMessage{received.frame.request_id};
+  ZYGO_RETURN_IF_ERROR(CheckRequestId(MessageType::kSpawn, received.frame.request_id));
+  return SpawnMessage{received.frame.request_id};
 }
 
 absl::StatusOr<DoneMessage> DecodeDone(const ReceivedFrame& received) {
@@ -308,6 +346,19 @@ absl::StatusOr<ErrorMessage> DecodeError(const ReceivedFrame& received) {
   m.code = static_cast<absl::StatusCode>(code);
   m.message = std::string(reader.Bytes(kErrorMessage).value_or(""));
   ZYGO_RETURN_IF_ERROR(ValidateError(m));
+  return m;
+}
+
+absl::StatusOr<FailedMessage> DecodeFailed(const ReceivedFrame& received) {
+  ZYGO_RETURN_IF_ERROR(CheckFrame(received, MessageType::kFailed, 0));
+  ZYGO_ASSIGN_OR_RETURN(FieldReader reader,
+                        FieldReader::Parse(received.frame.payload, kFailedSchema));
+  FailedMessage m;
+  m.request_id = received.frame.request_id;
+  m.error_type = std::string(*reader.Bytes(kFailedErrorType));
+  m.message = std::string(reader.Bytes(kFailedMessage).value_or(""));
+  m.traceback = std::string(reader.Bytes(kFailedTraceback).value_or(""));
+  ZYGO_RETURN_IF_ERROR(ValidateFailed(m));
   return m;
 }
 

@@ -2,9 +2,14 @@
 // builds a Frame; each Decode checks the frame's type, fd count and request id, then parses
 // the payload strictly (see fields.h). Decoders take untrusted input and never crash on it.
 //
-// A request's exchange:  agent: Hello;  supervisor: Run (+fds);  agent: Forked(pid);
-// supervisor: Go (after admitting pid into the request cgroup);  agent: Done.  Either side
-// may send Error instead of its next message; Ping/Pong check liveness at any time.
+// Protocol v2 has two kinds of channel (both SOCK_SEQPACKET socketpairs):
+//   zygote channel (supervisor <-> zygote agent):  zygote: Hello;  supervisor: Spawn(spare);
+//     the forked CHILD itself: Forked(spare, pid, +1 fd: the supervisor's end of a new child
+//     channel), so SCM_CREDENTIALS name the child;  zygote, once it reaped the child:
+//     Done(spare, exit status). EOF from the supervisor: the zygote exits.
+//   child channel (supervisor <-> one spare):  supervisor: Run(request, +fds);  child:
+//     Done(result, exit 0) or Failed(type, message, traceback, exit 1).
+// Either side may send Error instead of its next message; Ping/Pong check liveness.
 #ifndef ZYGO_AGENTS_WIRE_MESSAGES_H_
 #define ZYGO_AGENTS_WIRE_MESSAGES_H_
 
@@ -21,6 +26,11 @@ namespace zygo::wire {
 inline constexpr size_t kMaxAgentKindSize = 32;
 inline constexpr size_t kMaxEntrySize = 4096;
 inline constexpr size_t kMaxErrorMessageSize = 4096;
+inline constexpr size_t kMaxErrorTypeSize = 256;
+inline constexpr size_t kMaxFailedMessageSize = 4096;
+inline constexpr size_t kMaxTracebackSize = 64 * 1024;
+// A Forked frame carries exactly this many fds: the supervisor's end of the child channel.
+inline constexpr size_t kForkedFdCount = 1;
 inline constexpr uint64_t kMaxDeadlineMs = 24ull * 60 * 60 * 1000;
 // PID_MAX_LIMIT on 64-bit Linux (include/linux/threads.h).
 inline constexpr int64_t kMaxPid = 4 * 1024 * 1024;
@@ -33,31 +43,35 @@ enum class FdLayout : uint8_t {
 };
 size_t FdCount(FdLayout layout);
 
-// agent -> supervisor, first frame on a new connection. request_id is 0.
+// zygote -> supervisor, first frame on a new zygote channel, once the agent is warm (its
+// handler imported). request_id is 0.
 struct HelloMessage {
   std::string agent_kind;  // [a-z0-9_-]{1,32}, e.g. "python".
   uint32_t protocol_version = kProtocolVersion;
   int64_t pid = 0;  // The zygote's pid in its own pid namespace.
 };
 
-// supervisor -> agent: run one request in a forked child.
+// supervisor -> child (child channel): run one request in this spare.
 struct RunMessage {
-  uint64_t request_id = 0;   // Non-zero; echoed by Forked, Go, Done and Error.
+  uint64_t request_id = 0;   // Non-zero; echoed by the child's Done, Failed and Error.
   std::string entry;         // Handler ("file.py:function") or script digest; 1..4096 bytes.
   std::string event;         // The request's input, opaque to the protocol.
   uint64_t deadline_ms = 0;  // 1..kMaxDeadlineMs, relative to receipt.
   FdLayout fd_layout = FdLayout::kNone;
+  std::string code;  // Optional: a runtime pool's script source; empty when absent.
 };
 
-// agent -> supervisor: the child exists and is parked until Go.
+// supervisor -> zygote: fork one spare ahead of demand. request_id is the spare id.
+struct SpawnMessage {
+  uint64_t spare_id = 0;  // Non-zero; echoed by Forked and by the zygote's Done.
+};
+
+// child -> supervisor over the zygote channel, sent by the child itself so the kernel's
+// SCM_CREDENTIALS name it. Carries kForkedFdCount fds: the supervisor's end of the child
+// channel (passed to SendFrame; left owned by the ReceivedFrame on decode).
 struct ForkedMessage {
-  uint64_t request_id = 0;
-  int64_t pid = 0;  // As the agent sees it; the supervisor maps it to admit the child.
-};
-
-// supervisor -> agent: the child is admitted into its cgroup; let it run.
-struct GoMessage {
-  uint64_t request_id = 0;
+  uint64_t request_id = 0;  // The spare id from Spawn.
+  int64_t pid = 0;          // getpid() in the child's own pid namespace; trust sender_pid instead.
 };
 
 enum class ExitKind : uint8_t {
@@ -65,12 +79,26 @@ enum class ExitKind : uint8_t {
   kSignalled = 2,  // exit_code is the signal number, 1..64.
 };
 
-// agent -> supervisor: the child finished.
+// Two meanings, one per channel:
+//  - child channel: the request succeeded. exit_kind kExited, exit_code 0, result = the
+//    handler's return value as JSON text; the child then exits 0.
+//  - zygote channel: request_id is a spare id; that child was reaped with this exit status
+//    (kExited + status or kSignalled + signal); result is empty.
 struct DoneMessage {
   uint64_t request_id = 0;
   ExitKind exit_kind = ExitKind::kExited;
   int32_t exit_code = 0;
-  std::string result;  // The handler's return value, opaque to the protocol.
+  std::string result;  // Opaque to the protocol.
+};
+
+// child -> supervisor (child channel): the request failed inside the agent: the handler
+// raised, the event could not be decoded ("EventError"), the result could not be encoded
+// ("ResultError"), or the entry could not be loaded. The child then exits 1.
+struct FailedMessage {
+  uint64_t request_id = 0;
+  std::string error_type;  // 1..kMaxErrorTypeSize bytes, e.g. "ZeroDivisionError".
+  std::string message;     // At most kMaxFailedMessageSize bytes; str(exception).
+  std::string traceback;   // At most kMaxTracebackSize bytes; may be empty.
 };
 
 // Either way. request_id is the request it concerns, or 0 for the connection itself.
@@ -93,22 +121,24 @@ struct PongMessage {
 absl::StatusOr<Frame> Encode(const HelloMessage& message);
 absl::StatusOr<Frame> Encode(const RunMessage& message);
 absl::StatusOr<Frame> Encode(const ForkedMessage& message);
-absl::StatusOr<Frame> Encode(const GoMessage& message);
+absl::StatusOr<Frame> Encode(const SpawnMessage& message);
 absl::StatusOr<Frame> Encode(const DoneMessage& message);
 absl::StatusOr<Frame> Encode(const ErrorMessage& message);
 absl::StatusOr<Frame> Encode(const PingMessage& message);
 absl::StatusOr<Frame> Encode(const PongMessage& message);
+absl::StatusOr<Frame> Encode(const FailedMessage& message);
 
 // Each decoder also requires the number of fds the message type allows: FdCount(fd_layout)
-// for Run, none for the others. The fds stay owned by `received`.
+// for Run, kForkedFdCount for Forked, none for the others. The fds stay owned by `received`.
 absl::StatusOr<HelloMessage> DecodeHello(const ReceivedFrame& received);
 absl::StatusOr<RunMessage> DecodeRun(const ReceivedFrame& received);
 absl::StatusOr<ForkedMessage> DecodeForked(const ReceivedFrame& received);
-absl::StatusOr<GoMessage> DecodeGo(const ReceivedFrame& received);
+absl::StatusOr<SpawnMessage> DecodeSpawn(const ReceivedFrame& received);
 absl::StatusOr<DoneMessage> DecodeDone(const ReceivedFrame& received);
 absl::StatusOr<ErrorMessage> DecodeError(const ReceivedFrame& received);
 absl::StatusOr<PingMessage> DecodePing(const ReceivedFrame& received);
 absl::StatusOr<PongMessage> DecodePong(const ReceivedFrame& received);
+absl::StatusOr<FailedMessage> DecodeFailed(const ReceivedFrame& received);
 
 }  // namespace zygo::wire
 

@@ -77,18 +77,61 @@ TEST_F(MessagesTest, RunWithEmptyEventAndNoFds) {
       DecodeRun(Transfer(RunMessage{1, "sha256:ab", "", 1, FdLayout::kNone}));
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->event, "");
+  EXPECT_EQ(got->code, "");
 }
 
-TEST_F(MessagesTest, ForkedGoDone) {
-  absl::StatusOr<ForkedMessage> forked = DecodeForked(Transfer(ForkedMessage{9, 31337}));
+TEST_F(MessagesTest, RunWithCode) {
+  const std::string code = "def handler(event):\n    return event\n";
+  RunMessage run{3, "sha256:0123", "[1]", 100, FdLayout::kNone, code};
+  absl::StatusOr<RunMessage> got = DecodeRun(Transfer(run));
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->code, code);
+  EXPECT_EQ(got->event, "[1]");
+  EXPECT_EQ(got->entry, "sha256:0123");
+
+  // The code shares the payload limit with the event: together they must fit one frame.
+  run.code = std::string(kMaxPayloadSize / 2, 'c');
+  run.event = std::string(kMaxPayloadSize / 2, 'e');
+  EXPECT_FALSE(Encode(run).ok());
+  run.event.clear();
+  got = DecodeRun(Transfer(run));
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->code.size(), kMaxPayloadSize / 2);
+}
+
+TEST_F(MessagesTest, SpawnAndZygoteDone) {
+  absl::StatusOr<SpawnMessage> spawn = DecodeSpawn(Transfer(SpawnMessage{9}));
+  ASSERT_TRUE(spawn.ok()) << spawn.status();
+  EXPECT_EQ(spawn->spare_id, 9u);
+
+  absl::StatusOr<DoneMessage> reaped =
+      DecodeDone(Transfer(DoneMessage{9, ExitKind::kExited, 3, ""}));
+  ASSERT_TRUE(reaped.ok()) << reaped.status();
+  EXPECT_EQ(reaped->exit_kind, ExitKind::kExited);
+  EXPECT_EQ(reaped->exit_code, 3);
+  EXPECT_EQ(reaped->result, "");
+}
+
+TEST_F(MessagesTest, ForkedCarriesItsFd) {
+  auto child_channel = MakeAgentSocketPair();
+  ASSERT_TRUE(child_channel.ok()) << child_channel.status();
+  const int handed = child_channel->first.get();
+  ReceivedFrame received = Transfer(ForkedMessage{9, 31337}, {handed});
+  child_channel->first.Reset();  // The received copy is now the only supervisor end.
+  absl::StatusOr<ForkedMessage> forked = DecodeForked(received);
   ASSERT_TRUE(forked.ok()) << forked.status();
   EXPECT_EQ(forked->request_id, 9u);
   EXPECT_EQ(forked->pid, 31337);
+  ASSERT_EQ(received.fds.size(), kForkedFdCount);
 
-  absl::StatusOr<GoMessage> go = DecodeGo(Transfer(GoMessage{9}));
-  ASSERT_TRUE(go.ok()) << go.status();
-  EXPECT_EQ(go->request_id, 9u);
+  // The fd is a working end of the child channel, not just a number.
+  ASSERT_TRUE(SendFrame(received.fds[0].get(), *Encode(PingMessage{5}), {}).ok());
+  absl::StatusOr<ReceivedFrame> ping = ReceiveFrame(child_channel->second.get(), absl::Seconds(5));
+  ASSERT_TRUE(ping.ok()) << ping.status();
+  EXPECT_EQ(ping->frame.type, MessageType::kPing);
+}
 
+TEST_F(MessagesTest, ChildDone) {
   absl::StatusOr<DoneMessage> done =
       DecodeDone(Transfer(DoneMessage{9, ExitKind::kSignalled, 9, "partial"}));
   ASSERT_TRUE(done.ok()) << done.status();
@@ -112,6 +155,51 @@ TEST_F(MessagesTest, ErrorPingPong) {
   EXPECT_EQ(pong->nonce, 0xfeedu);
 }
 
+TEST_F(MessagesTest, FailedRoundTrip) {
+  FailedMessage failed{12, "ZeroDivisionError", "division by zero",
+                       "Traceback (most recent call last):\n  File \"h.py\", line 2\n"};
+  absl::StatusOr<FailedMessage> got = DecodeFailed(Transfer(failed));
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->request_id, 12u);
+  EXPECT_EQ(got->error_type, "ZeroDivisionError");
+  EXPECT_EQ(got->message, "division by zero");
+  EXPECT_EQ(got->traceback, failed.traceback);
+
+  // Only the type is required; the largest legal fields fit one frame.
+  got = DecodeFailed(Transfer(FailedMessage{1, "EventError", "", ""}));
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->message, "");
+  FailedMessage largest{2, std::string(kMaxErrorTypeSize, 't'),
+                        std::string(kMaxFailedMessageSize, 'm'),
+                        std::string(kMaxTracebackSize, 'b')};
+  got = DecodeFailed(Transfer(largest));
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->traceback.size(), kMaxTracebackSize);
+}
+
+TEST(MessagesValidationTest, FailedLimits) {
+  EXPECT_FALSE(Encode(FailedMessage{0, "E", "", ""}).ok());  // request id 0
+  EXPECT_FALSE(Encode(FailedMessage{1, "", "m", ""}).ok());  // no type
+  EXPECT_FALSE(Encode(FailedMessage{1, std::string(kMaxErrorTypeSize + 1, 't'), "", ""}).ok());
+  EXPECT_FALSE(Encode(FailedMessage{1, "E", std::string(kMaxFailedMessageSize + 1, 'm'), ""}).ok());
+  EXPECT_FALSE(Encode(FailedMessage{1, "E", "", std::string(kMaxTracebackSize + 1, 'b')}).ok());
+
+  // A decoder refuses the same over-limit fields from a peer that skipped validation.
+  ReceivedFrame received;
+  received.frame = {
+      MessageType::kFailed, 1,
+      FieldWriter().AddBytes(1, "E").AddBytes(3, std::string(kMaxTracebackSize + 1, 'b')).Finish()};
+  EXPECT_FALSE(DecodeFailed(received).ok());
+  received.frame.payload = FieldWriter().AddBytes(2, "message without a type").Finish();
+  EXPECT_FALSE(DecodeFailed(received).ok());
+  received.frame.payload = FieldWriter().AddBytes(1, "").Finish();
+  EXPECT_FALSE(DecodeFailed(received).ok());
+  received.frame = {MessageType::kFailed, 0, FieldWriter().AddBytes(1, "E").Finish()};
+  EXPECT_FALSE(DecodeFailed(received).ok());
+  received.frame.request_id = 1;
+  EXPECT_TRUE(DecodeFailed(received).ok());
+}
+
 TEST(MessagesValidationTest, EncodeRefusesBadValues) {
   EXPECT_FALSE(Encode(HelloMessage{"Python!", kProtocolVersion, 1}).ok());
   EXPECT_FALSE(Encode(HelloMessage{"", kProtocolVersion, 1}).ok());
@@ -125,28 +213,37 @@ TEST(MessagesValidationTest, EncodeRefusesBadValues) {
   EXPECT_FALSE(Encode(DoneMessage{1, ExitKind::kExited, 256, ""}).ok());
   EXPECT_FALSE(Encode(DoneMessage{1, ExitKind::kSignalled, 0, ""}).ok());
   EXPECT_FALSE(Encode(ErrorMessage{1, absl::StatusCode::kOk, ""}).ok());
-  EXPECT_FALSE(Encode(GoMessage{0}).ok());
+  EXPECT_FALSE(Encode(SpawnMessage{0}).ok());
 }
 
 TEST(MessagesValidationTest, DecodersRefuseWrongTypeFdsAndFields) {
   ReceivedFrame received;
-  received.frame = *Encode(GoMessage{3});
+  received.frame = *Encode(SpawnMessage{3});
   EXPECT_FALSE(DecodeDone(received).ok());  // Wrong type.
-  EXPECT_TRUE(DecodeGo(received).ok());
+  EXPECT_TRUE(DecodeSpawn(received).ok());
   received.frame.payload = FieldWriter().AddU64(1, 1).Finish();
-  EXPECT_FALSE(DecodeGo(received).ok());  // Go has no fields.
+  EXPECT_FALSE(DecodeSpawn(received).ok());  // Spawn has no fields.
+  received.frame = {MessageType::kSpawn, 0, ""};
+  EXPECT_FALSE(DecodeSpawn(received).ok());  // Spare id 0 is the connection.
 
-  // A Run declaring stdio must carry exactly three fds; anything else carries none.
+  // A Run declaring stdio must carry exactly three fds; Forked exactly one; Spawn none.
   received.frame = *Encode(RunMessage{1, "h", "", 10, FdLayout::kStdio});
   EXPECT_FALSE(DecodeRun(received).ok());
   received.frame = *Encode(ForkedMessage{1, 2});
+  EXPECT_FALSE(DecodeForked(received).ok());  // No fd.
   received.fds.emplace_back(::dup(0));
-  EXPECT_FALSE(DecodeForked(received).ok());
+  EXPECT_TRUE(DecodeForked(received).ok());
+  received.fds.emplace_back(::dup(0));
+  EXPECT_FALSE(DecodeForked(received).ok());  // Two fds.
+  received.frame = *Encode(SpawnMessage{1});
+  EXPECT_FALSE(DecodeSpawn(received).ok());
   received.fds.clear();
 
   // Values past the narrowing boundary are refused, not wrapped.
-  received.frame.payload = FieldWriter().AddU64(1, (1ull << 32) + 5).Finish();
+  received.frame = {MessageType::kForked, 1, FieldWriter().AddU64(1, (1ull << 32) + 5).Finish()};
+  received.fds.emplace_back(::dup(0));
   EXPECT_FALSE(DecodeForked(received).ok());
+  received.fds.clear();
   received.frame = {MessageType::kDone, 1,
                     FieldWriter().AddU64(1, 1).AddU64(2, 0xFFFFFFFFull).Finish()};
   EXPECT_FALSE(DecodeDone(received).ok());

@@ -1,5 +1,6 @@
-// A forked child plays a zygote agent over the socketpair: Hello -> Run -> Forked -> Go ->
-// Done, with the request child forked by the agent and a result pipe passed in Run.
+// A forked child plays a zygote agent over protocol v2: Hello; Spawn -> the spare itself
+// sends Forked(pid, child channel fd); Run on the child channel -> Done(result); the zygote
+// reaps the spare -> Done(spare id, exit status); EOF -> the agent exits.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -18,51 +19,57 @@ namespace {
 
 using base::UniqueFd;
 
-// The agent's side. Returns 0 on success or the number of the step that failed, which
+// The spare: hands the supervisor a child channel, then serves one Run on it. Exits with 0
+// or the number of the step that failed (never returns).
+[[noreturn]] void RunSpare(int zygote_sock, uint64_t spare_id) {
+  auto channel = MakeAgentSocketPair();
+  if (!channel.ok()) ::_exit(20);
+  const int handed = channel->second.get();
+  if (!SendFrame(zygote_sock, *Encode(ForkedMessage{spare_id, ::getpid()}), {&handed, 1}).ok()) {
+    ::_exit(21);
+  }
+  ::close(zygote_sock);
+  channel->second.Reset();
+  const int sock = channel->first.get();
+  absl::StatusOr<ReceivedFrame> run_frame = ReceiveFrame(sock, absl::Seconds(10));
+  if (!run_frame.ok()) ::_exit(22);
+  absl::StatusOr<RunMessage> run = DecodeRun(*run_frame);
+  if (!run.ok() || run->fd_layout != FdLayout::kStdio) ::_exit(23);
+  const std::string out = "printed by " + run->entry;
+  if (::write(run_frame->fds[1].get(), out.data(), out.size()) !=
+      static_cast<ssize_t>(out.size())) {
+    ::_exit(24);
+  }
+  const DoneMessage done{run->request_id, ExitKind::kExited, 0, "result:" + run->event};
+  if (!SendFrame(sock, *Encode(done), {}).ok()) ::_exit(25);
+  ::_exit(0);
+}
+
+// The zygote's side. Returns 0 on success or the number of the step that failed, which
 // becomes the agent's exit status.
-int RunMiniAgent(int sock) {
+int RunMiniZygote(int sock) {
   if (!SendFrame(sock, *Encode(HelloMessage{"mini", kProtocolVersion, ::getpid()}), {}).ok()) {
     return 1;
   }
-  absl::StatusOr<ReceivedFrame> run_frame = ReceiveFrame(sock, absl::Seconds(10));
-  if (!run_frame.ok()) return 2;
-  absl::StatusOr<RunMessage> run = DecodeRun(*run_frame);
-  if (!run.ok() || run->fd_layout != FdLayout::kResultPipe) return 3;
-  int go_pipe[2];
-  if (::pipe2(go_pipe, O_CLOEXEC) != 0) return 4;
+  absl::StatusOr<ReceivedFrame> spawn_frame = ReceiveFrame(sock, absl::Seconds(10));
+  if (!spawn_frame.ok()) return 2;
+  absl::StatusOr<SpawnMessage> spawn = DecodeSpawn(*spawn_frame);
+  if (!spawn.ok()) return 3;
   const pid_t child = ::fork();
-  if (child < 0) return 5;
-  if (child == 0) {
-    // The request child: parked until the supervisor has admitted it, then runs.
-    char go = 0;
-    if (::read(go_pipe[0], &go, 1) != 1) ::_exit(100);
-    const std::string out = "result:" + run->event;
-    if (::write(run_frame->fds[0].get(), out.data(), out.size()) !=
-        static_cast<ssize_t>(out.size())) {
-      ::_exit(101);
-    }
-    ::_exit(3);
-  }
-  ::close(go_pipe[0]);
-  run_frame->fds.clear();  // Only the request child writes results.
-  if (!SendFrame(sock, *Encode(ForkedMessage{run->request_id, child}), {}).ok()) return 6;
-  absl::StatusOr<ReceivedFrame> go_frame = ReceiveFrame(sock, absl::Seconds(10));
-  if (!go_frame.ok()) return 7;
-  absl::StatusOr<GoMessage> go = DecodeGo(*go_frame);
-  if (!go.ok() || go->request_id != run->request_id) return 8;
-  if (::write(go_pipe[1], "g", 1) != 1) return 9;
+  if (child < 0) return 4;
+  if (child == 0) RunSpare(sock, spawn->spare_id);
   int wstatus = 0;
-  if (::waitpid(child, &wstatus, 0) != child) return 10;
-  DoneMessage done{run->request_id, ExitKind::kExited, 0, "done"};
+  if (::waitpid(child, &wstatus, 0) != child) return 5;
+  DoneMessage reaped{spawn->spare_id, ExitKind::kExited, 0, ""};
   if (WIFSIGNALED(wstatus)) {
-    done.exit_kind = ExitKind::kSignalled;
-    done.exit_code = WTERMSIG(wstatus);
+    reaped.exit_kind = ExitKind::kSignalled;
+    reaped.exit_code = WTERMSIG(wstatus);
   } else {
-    done.exit_code = WEXITSTATUS(wstatus);
+    reaped.exit_code = WEXITSTATUS(wstatus);
   }
-  if (!SendFrame(sock, *Encode(done), {}).ok()) return 11;
+  if (!SendFrame(sock, *Encode(reaped), {}).ok()) return 6;
   // Wait for the supervisor to hang up, so EOF handling is exercised on this side too.
-  return IsPeerClosed(ReceiveFrame(sock, absl::Seconds(10)).status()) ? 0 : 12;
+  return IsPeerClosed(ReceiveFrame(sock, absl::Seconds(10)).status()) ? 0 : 7;
 }
 
 pid_t ParentOf(pid_t pid) {
@@ -83,11 +90,12 @@ TEST(MiniAgentTest, WarmPathExchange) {
   ASSERT_TRUE(pair.ok()) << pair.status();
   UniqueFd supervisor = std::move(pair->first);
   UniqueFd agent_end = std::move(pair->second);
+  ASSERT_TRUE(EnablePeerCredentials(supervisor.get()).ok());
   const pid_t agent = ::fork();
   ASSERT_GE(agent, 0);
   if (agent == 0) {
     supervisor.Reset();
-    ::_exit(RunMiniAgent(agent_end.get()));
+    ::_exit(RunMiniZygote(agent_end.get()));
   }
   agent_end.Reset();
 
@@ -97,40 +105,52 @@ TEST(MiniAgentTest, WarmPathExchange) {
   ASSERT_TRUE(hello.ok()) << hello.status();
   EXPECT_EQ(hello->agent_kind, "mini");
   EXPECT_EQ(hello->pid, agent);
+  EXPECT_EQ(frame->sender_pid, agent);
 
-  int result_pipe[2];
-  ASSERT_EQ(::pipe2(result_pipe, O_CLOEXEC), 0);
-  UniqueFd result_read(result_pipe[0]);
-  UniqueFd result_write(result_pipe[1]);
-  const int result_fd = result_write.get();
-  ASSERT_TRUE(
-      SendFrame(supervisor.get(),
-                *Encode(RunMessage{42, "handler.py:main", "ev", 5000, FdLayout::kResultPipe}),
-                {&result_fd, 1})
-          .ok());
-  result_write.Reset();
-
+  ASSERT_TRUE(SendFrame(supervisor.get(), *Encode(SpawnMessage{7}), {}).ok());
   frame = ReceiveFrame(supervisor.get(), absl::Seconds(10));
   ASSERT_TRUE(frame.ok()) << frame.status();
   absl::StatusOr<ForkedMessage> forked = DecodeForked(*frame);
   ASSERT_TRUE(forked.ok()) << forked.status();
-  EXPECT_EQ(forked->request_id, 42u);
-  // Here the supervisor would admit forked->pid into the request's cgroup.
-  EXPECT_EQ(ParentOf(static_cast<pid_t>(forked->pid)), agent);
+  EXPECT_EQ(forked->request_id, 7u);
+  // Here the supervisor would admit sender_pid into the request's cgroup: it is the spare
+  // itself (a child of the zygote), whatever the payload claims.
+  EXPECT_EQ(frame->sender_pid, forked->pid);
+  EXPECT_EQ(ParentOf(static_cast<pid_t>(frame->sender_pid)), agent);
+  UniqueFd child_channel = std::move(frame->fds[0]);
 
-  ASSERT_TRUE(SendFrame(supervisor.get(), *Encode(GoMessage{42}), {}).ok());
-  frame = ReceiveFrame(supervisor.get(), absl::Seconds(10));
+  int out_pipe[2];
+  ASSERT_EQ(::pipe2(out_pipe, O_CLOEXEC), 0);
+  UniqueFd out_read(out_pipe[0]);
+  UniqueFd out_write(out_pipe[1]);
+  UniqueFd dev_null(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  const int stdio[3] = {dev_null.get(), out_write.get(), dev_null.get()};
+  ASSERT_TRUE(SendFrame(child_channel.get(),
+                        *Encode(RunMessage{42, "handler.py:main", "ev", 5000, FdLayout::kStdio}),
+                        stdio)
+                  .ok());
+  out_write.Reset();
+
+  frame = ReceiveFrame(child_channel.get(), absl::Seconds(10));
   ASSERT_TRUE(frame.ok()) << frame.status();
   absl::StatusOr<DoneMessage> done = DecodeDone(*frame);
   ASSERT_TRUE(done.ok()) << done.status();
   EXPECT_EQ(done->request_id, 42u);
-  EXPECT_EQ(done->exit_kind, ExitKind::kExited);
-  EXPECT_EQ(done->exit_code, 3);
-  EXPECT_EQ(done->result, "done");
+  EXPECT_EQ(done->exit_code, 0);
+  EXPECT_EQ(done->result, "result:ev");
+  EXPECT_TRUE(IsPeerClosed(ReceiveFrame(child_channel.get(), absl::Seconds(10)).status()));
+
+  frame = ReceiveFrame(supervisor.get(), absl::Seconds(10));
+  ASSERT_TRUE(frame.ok()) << frame.status();
+  absl::StatusOr<DoneMessage> reaped = DecodeDone(*frame);
+  ASSERT_TRUE(reaped.ok()) << reaped.status();
+  EXPECT_EQ(reaped->request_id, 7u);
+  EXPECT_EQ(reaped->exit_kind, ExitKind::kExited);
+  EXPECT_EQ(reaped->exit_code, 0) << "spare failed at step " << reaped->exit_code;
 
   char buf[64] = {};
-  const ssize_t n = ::read(result_read.get(), buf, sizeof(buf));
-  EXPECT_EQ(std::string(buf, n > 0 ? n : 0), "result:ev");
+  const ssize_t n = ::read(out_read.get(), buf, sizeof(buf));
+  EXPECT_EQ(std::string(buf, n > 0 ? n : 0), "printed by handler.py:main");
 
   supervisor.Reset();  // Hang up; the agent expects EOF and exits 0.
   int wstatus = 0;

@@ -2,6 +2,7 @@
 #include "core/internal/cgroup_fs.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -166,6 +167,28 @@ absl::Status MakeCgroupDir(const std::string& path) {
     return Amend(made, absl::StatusCode::kPermissionDenied, "; no cgroup can be created there");
   }
   return made;
+}
+
+absl::Status KillCgroupMembers(const std::string& procs_file) {
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    absl::StatusOr<std::string> procs = base::sys::ReadFile(procs_file);
+    if (!procs.ok()) {
+      // The cgroup is gone: nothing left to kill.
+      if (absl::IsNotFound(procs.status())) return absl::OkStatus();
+      return procs.status();
+    }
+    bool any = false;
+    for (absl::string_view word : absl::StrSplit(*procs, '\n', absl::SkipEmpty())) {
+      int pid = 0;
+      if (!absl::SimpleAtoi(word, &pid) || pid <= 0) continue;
+      any = true;
+      kill(pid, SIGKILL);
+    }
+    if (!any) return absl::OkStatus();
+    usleep(1000);
+  }
+  return absl::DeadlineExceededError(
+      absl::StrCat("processes in ", procs_file, " survived SIGKILL for 1 s"));
 }
 
 absl::Status RemoveCgroupDir(const std::string& path, absl::string_view members) {

@@ -81,6 +81,11 @@ absl::StatusOr<int64_t> ReadInt64Or(const std::string& path, int64_t if_absent);
 // cgroup there (EACCES, EPERM, EROFS).
 absl::Status MakeCgroupDir(const std::string& path);
 
+// SIGKILLs every pid listed in `procs_file` (a cgroup.procs), re-reading it until it is
+// empty, for up to 1 s: a member may fork while the others are being killed. Only
+// members of that cgroup are signalled.
+absl::Status KillCgroupMembers(const std::string& procs_file);
+
 // rmdir(path), retrying EBUSY for up to 1 s: a cgroup cannot be removed while it has
 // members, and a child that was just reaped can stay listed briefly while the kernel
 // finishes its exit. `members` names them in the error ("tasks" on v1, "processes" on

@@ -34,6 +34,8 @@ class CgroupV1 : public Cgroup {
   int clone_into_fd() const override { return -1; }
   absl::Status AttachFromParent(pid_t pid) override;
   absl::StatusOr<CgroupUsage> ReadUsage() const override;
+  absl::StatusOr<std::unique_ptr<Cgroup>> CreateChild(const CgroupLimits& limits) override;
+  absl::Status KillAll() override;
   absl::Status Destroy() override;
   std::vector<std::string> paths() const override { return made_; }
 
@@ -123,6 +125,32 @@ absl::Status CgroupV1::AttachFromParent(pid_t pid) {
   }
   return absl::OkStatus();
 }
+
+absl::StatusOr<std::unique_ptr<Cgroup>> CgroupV1::CreateChild(const CgroupLimits& limits) {
+  ZYGO_RETURN_IF_ERROR(CheckLimits(limits));
+  ZYGO_ASSIGN_OR_RETURN(const std::string name, NewCgroupName("request-"));
+  // The same hierarchies, one level down: each of our directories is the new parent.
+  V1Layout below;
+  auto hierarchy_of = [&](const std::string& dir) {
+    for (const auto& [id, made] : dir_by_hierarchy_) {
+      if (made == dir) return V1Hierarchy{id, dir};
+    }
+    return V1Hierarchy{0, dir};
+  };
+  below.memory = hierarchy_of(memory_dir_);
+  below.pids = hierarchy_of(pids_dir_);
+  below.cpu = hierarchy_of(cpu_dir_);
+  if (!cpuacct_dir_.empty()) below.cpuacct = hierarchy_of(cpuacct_dir_);
+  auto child = std::make_unique<CgroupV1>();
+  ZYGO_RETURN_IF_ERROR(child->MakeDirs(below, name));
+  ZYGO_RETURN_IF_ERROR(child->WriteMemoryLimit(limits.memory_bytes));
+  ZYGO_RETURN_IF_ERROR(child->WritePidsLimit(limits.pids_max));
+  ZYGO_RETURN_IF_ERROR(child->WriteCpuQuota(limits.cpus));
+  return std::unique_ptr<Cgroup>(std::move(child));
+}
+
+// Every member is in the pids hierarchy's directory, so one list names them all.
+absl::Status CgroupV1::KillAll() { return KillCgroupMembers(absl::StrCat(pids_dir_, "/cgroup.procs")); }
 
 absl::StatusOr<CgroupUsage> CgroupV1::ReadUsage() const {
   CgroupUsage usage;

@@ -39,6 +39,12 @@ inline int RawCloseRangeCloexec(unsigned first) {
   return rc < 0 ? -errno : 0;
 }
 
+// close_range(first, last, 0). Async-signal-safe; returns 0 or -errno.
+inline int RawCloseRange(unsigned first, unsigned last) {
+  int rc = static_cast<int>(::syscall(SYS_close_range, first, last, 0));
+  return rc < 0 ? -errno : 0;
+}
+
 }  // namespace zygo::base::sys
 
 #endif  // ZYGO_CORE_BASE_SYS_PROCESS_H_

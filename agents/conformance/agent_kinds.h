@@ -1,0 +1,50 @@
+// The agents the conformance suite runs, each with a handler written in its language that
+// implements the same small set of operations, chosen by the event:
+//   any event without "op"         -> returns the event unchanged
+//   {"op": "print"}                -> writes "hello from the handler" to stdout and
+//                                     "to stderr" to stderr; returns "printed"
+//   {"op": "raise"}                -> divides by zero on the line marked RAISE_LINE
+//   {"op": "set"}                  -> returns a value JSON cannot carry (a set)
+//   {"op": "random"}               -> {"random": <float>, "uuid": <uuid4 text>}
+//   {"op": "tmpdir"}               -> {"gettempdir", "environ", "c_environ" (TMPDIR as a
+//                                     subprocess sees it), "listing" (of that dir)}
+//   {"op": "write", "path": P}     -> creates P; returns "written" (or raises)
+//   {"op": "kill", "pid": N, "signal": S} -> sends S to N; returns "sent" (or raises)
+//   {"op": "exit", "code": C}      -> exits at once with status C, reporting nothing
+// and, for pool mode, scripts whose handler(event) returns {"doubled": event["x"] * 2}
+// or raises on the line marked RAISE_LINE.
+#ifndef ZYGO_AGENTS_CONFORMANCE_AGENT_KINDS_H_
+#define ZYGO_AGENTS_CONFORMANCE_AGENT_KINDS_H_
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "agents/conformance/agent_process.h"
+
+namespace zygo::agents::conformance {
+
+struct AgentKind {
+  std::string name;  // Hello's agent_kind.
+  std::string handler_file;
+  std::string handler_source;
+  std::string pool_script;
+  std::string pool_script_raising;
+  // The command for function mode with the handler file in `dir`, and for pool mode.
+  AgentCommand (*function_mode)(const std::string& dir);
+  AgentCommand (*pool_mode)(const std::string& dir);
+};
+
+inline std::ostream& operator<<(std::ostream& out, const AgentKind& kind) {
+  return out << kind.name;
+}
+
+// Every agent under test.
+std::vector<AgentKind> AllAgentKinds();
+
+// The 1-based line of `source` that contains `marker`, or 0.
+int LineOf(const std::string& source, const std::string& marker);
+
+}  // namespace zygo::agents::conformance
+
+#endif  // ZYGO_AGENTS_CONFORMANCE_AGENT_KINDS_H_

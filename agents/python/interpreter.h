@@ -1,0 +1,71 @@
+// The embedded interpreter's life in the zygote: start it, import the handler (or the
+// preload modules), and the few Python-level chores the zygote and its children need
+// (flush stdio before a fork, point the temp dir at the request's, format exceptions).
+#ifndef ZYGO_AGENTS_PYTHON_INTERPRETER_H_
+#define ZYGO_AGENTS_PYTHON_INTERPRETER_H_
+
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "agents/python/python_api.h"
+#include "agents/python/python_error.h"
+
+namespace zygo::agents::python {
+
+// A handler call's outcome: the return value, or the exception it raised.
+using CallResult = std::variant<PyRef, PythonError>;
+
+class Interpreter {
+ public:
+  // Py_InitializeEx(0): Python installs no signal handlers, so SIGINT/SIGPIPE keep their
+  // defaults and SIGCHLD stays ours. Then imports traceback (for the error path) and takes
+  // os.environ. Zygote only; once per process.
+  static absl::StatusOr<Interpreter> Start(const PythonApi& api);
+
+  // Puts `dir` first on sys.path.
+  absl::Status PrependSysPath(const std::string& dir);
+
+  // Imports FILE as a module named after it (its directory first on sys.path) and returns
+  // FILE's callable `function`. Errors carry one summary line, then the traceback.
+  absl::StatusOr<PyRef> ImportFunction(const std::string& file, const std::string& function);
+
+  // Imports each module (pool mode's --preload); errors as for ImportFunction.
+  absl::Status ImportModules(const std::vector<std::string>& modules);
+
+  // Compiles `code` with `filename` (for tracebacks), runs it in a fresh module and
+  // returns its callable handler; a SyntaxError, a module-level exception, or a missing
+  // handler ("EntryError") comes back as the PythonError. Child side, on the request path.
+  CallResult LoadScript(const std::string& code, const std::string& filename);
+
+  // handler(event). Child side, on the request path.
+  CallResult Call(PyObject* handler, PyObject* event);
+
+  // Flushes sys.stdout and sys.stderr, ignoring errors: before every fork (or children
+  // would inherit and repeat buffered output) and before a child reports.
+  void FlushStdio();
+
+  // Sets TMPDIR in os.environ, which putenv()s it into the C environment too, and resets
+  // tempfile's cached tempdir if tempfile is imported. Child side.
+  absl::Status PointTempDirAt(const std::string& dir);
+
+  // Takes the pending exception, with its traceback formatted.
+  PythonError TakeError() { return TakePythonError(*api_, format_exception_.get()); }
+
+  const PythonApi& api() const { return *api_; }
+
+ private:
+  explicit Interpreter(const PythonApi& api) : api_(&api) {}
+  // The pending exception as a start-up error: summary line, then the traceback.
+  absl::Status StartupError(const std::string& what);
+
+  const PythonApi* api_;
+  PyRef format_exception_;
+  PyRef os_environ_;
+};
+
+}  // namespace zygo::agents::python
+
+#endif  // ZYGO_AGENTS_PYTHON_INTERPRETER_H_

@@ -1,0 +1,157 @@
+// Private temp dir, Landlock domain and parent-death signal for one spare.
+#include "agents/python/isolation.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/landlock.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/errno_status.h"
+#include "core/base/sys/landlock.h"
+#include "core/base/unique_fd.h"
+
+namespace zygo::agents::python {
+namespace {
+
+using base::ErrnoStatus;
+using base::UniqueFd;
+
+// Debian 12's kernel headers stop at ABI 2; later bits from
+// Documentation/userspace-api/landlock.rst (as core/landlock.cc spells them).
+constexpr uint64_t kFsTruncate = 1ULL << 14;              // ABI 3
+constexpr uint64_t kFsIoctlDev = 1ULL << 15;              // ABI 5
+constexpr uint64_t kScopeAbstractUnixSocket = 1ULL << 0;  // ABI 6
+constexpr uint64_t kScopeSignal = 1ULL << 1;              // ABI 6
+
+// struct landlock_ruleset_attr as of ABI 6; the kernel reads the prefix `size` covers.
+struct RulesetAttr {
+  uint64_t handled_access_fs;
+  uint64_t handled_access_net;
+  uint64_t scoped;
+};
+
+constexpr uint64_t kReadExecute =
+    LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
+
+uint64_t HandledFs(int abi) {
+  uint64_t handled = (LANDLOCK_ACCESS_FS_MAKE_SYM << 1) - 1;  // ABI 1: bits 0..12
+  if (abi >= 2) handled |= LANDLOCK_ACCESS_FS_REFER;
+  if (abi >= 3) handled |= kFsTruncate;
+  if (abi >= 5) handled |= kFsIoctlDev;
+  return handled;
+}
+
+absl::Status AddRule(int ruleset, const char* path, uint64_t access) {
+  UniqueFd dir(::open(path, O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!dir.valid()) return ErrnoStatus(errno, absl::StrCat("open(", path, ", O_PATH)"));
+  if (const int rc = base::sys::RawLandlockAddPathRule(ruleset, dir.get(), access); rc < 0) {
+    return ErrnoStatus(-rc, absl::StrCat("landlock_add_rule(", path, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RemoveContents(int dir_fd, const std::string& path, int depth) {
+  if (depth > 64) return absl::ResourceExhaustedError(absl::StrCat(path, ": nested too deep"));
+  const int listing_fd = ::dup(dir_fd);
+  DIR* listing = listing_fd >= 0 ? ::fdopendir(listing_fd) : nullptr;
+  if (listing == nullptr) {
+    if (listing_fd >= 0) ::close(listing_fd);
+    return ErrnoStatus(errno, absl::StrCat("fdopendir(", path, ")"));
+  }
+  std::vector<std::string> subdirs;
+  while (const dirent* entry = ::readdir(listing)) {
+    const std::string name = entry->d_name;
+    if (name == "." || name == "..") continue;
+    if (::unlinkat(dir_fd, name.c_str(), 0) == 0 || errno == ENOENT) continue;
+    if (errno != EISDIR) {
+      ::closedir(listing);
+      return ErrnoStatus(errno, absl::StrCat("unlinkat(", path, "/", name, ")"));
+    }
+    subdirs.push_back(name);
+  }
+  ::closedir(listing);
+  for (const std::string& name : subdirs) {
+    UniqueFd sub(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!sub.valid()) return ErrnoStatus(errno, absl::StrCat("openat(", path, "/", name, ")"));
+    const std::string sub_path = absl::StrCat(path, "/", name);
+    if (absl::Status status = RemoveContents(sub.get(), sub_path, depth + 1); !status.ok()) {
+      return status;
+    }
+    if (::unlinkat(dir_fd, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
+      return ErrnoStatus(errno, absl::StrCat("rmdir(", sub_path, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string RequestTmpDir(uint64_t spare_id) { return absl::StrCat("/tmp/zygo-req-", spare_id); }
+
+absl::Status MakeRequestTmpDir(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0700) != 0) return ErrnoStatus(errno, absl::StrCat("mkdir(", dir, ", 0700)"));
+  // mkdir applies the umask, which can only remove bits; 0700 is what we mean whatever it is.
+  if (::chmod(dir.c_str(), 0700) != 0) return ErrnoStatus(errno, absl::StrCat("chmod(", dir, ", 0700)"));
+  return absl::OkStatus();
+}
+
+int LandlockAbi() {
+  const int abi = base::sys::RawLandlockAbiVersion();
+  return abi < 0 ? 0 : abi;
+}
+
+absl::StatusOr<int> RestrictToRequest(const std::string& tmp_dir) {
+  const int abi = LandlockAbi();
+  if (abi <= 0) return 0;
+  RulesetAttr attr = {HandledFs(abi), 0, abi >= 6 ? kScopeAbstractUnixSocket | kScopeSignal : 0};
+  const int ruleset_fd =
+      base::sys::RawLandlockCreateRuleset(&attr, abi >= 6 ? sizeof(attr) : sizeof(uint64_t));
+  if (ruleset_fd < 0) return ErrnoStatus(-ruleset_fd, "landlock_create_ruleset");
+  UniqueFd ruleset(ruleset_fd);
+  uint64_t dev_access =
+      LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
+  if (abi >= 3) dev_access |= kFsTruncate;  // `> /dev/null` opens with O_TRUNC.
+  if (abi >= 5) dev_access |= kFsIoctlDev;
+  if (absl::Status s = AddRule(ruleset.get(), "/", kReadExecute); !s.ok()) return s;
+  if (absl::Status s = AddRule(ruleset.get(), "/dev", dev_access); !s.ok()) return s;
+  if (absl::Status s = AddRule(ruleset.get(), tmp_dir.c_str(), attr.handled_access_fs); !s.ok()) {
+    return s;
+  }
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+    return ErrnoStatus(errno, "prctl(PR_SET_NO_NEW_PRIVS)");
+  }
+  if (const int rc = base::sys::RawLandlockRestrictSelf(ruleset.get()); rc < 0) {
+    return ErrnoStatus(-rc, "landlock_restrict_self");
+  }
+  return abi;
+}
+
+absl::Status DieWithParent(pid_t parent) {
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) {
+    return ErrnoStatus(errno, "prctl(PR_SET_PDEATHSIG, SIGKILL)");
+  }
+  if (::getppid() != parent) return absl::AbortedError("the zygote exited before the spare was ready");
+  return absl::OkStatus();
+}
+
+absl::Status RemoveTree(const std::string& dir) {
+  UniqueFd root(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!root.valid()) {
+    if (errno == ENOENT) return absl::OkStatus();
+    return ErrnoStatus(errno, absl::StrCat("open(", dir, ", O_NOFOLLOW)"));
+  }
+  if (absl::Status status = RemoveContents(root.get(), dir, 0); !status.ok()) return status;
+  root.Reset();
+  if (::rmdir(dir.c_str()) != 0 && errno != ENOENT) return ErrnoStatus(errno, absl::StrCat("rmdir(", dir, ")"));
+  return absl::OkStatus();
+}
+
+}  // namespace zygo::agents::python

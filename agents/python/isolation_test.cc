@@ -1,0 +1,119 @@
+// Request isolation pieces, tried for real: the temp dir, the Landlock domain (in a forked
+// child, with allow controls), and the symlink-safe tree removal.
+#include "agents/python/isolation.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+
+namespace zygo::agents::python {
+namespace {
+
+std::string TestDir(const std::string& name) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string dir = absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/", name, "-", ::getpid());
+  ::mkdir(dir.c_str(), 0755);
+  return dir;
+}
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+// errno of creating `path` for writing (0 on success).
+int CreateErrno(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return errno;
+  ::close(fd);
+  return 0;
+}
+
+TEST(IsolationTest, RequestTmpDirIsNewAndPrivate) {
+  EXPECT_EQ(RequestTmpDir(42), "/tmp/zygo-req-42");
+  const std::string dir = TestDir("req") + "/spare";
+  ASSERT_TRUE(MakeRequestTmpDir(dir).ok());
+  struct stat st;
+  ASSERT_EQ(::stat(dir.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  EXPECT_EQ(MakeRequestTmpDir(dir).code(), absl::StatusCode::kAlreadyExists);
+}
+
+TEST(IsolationTest, LandlockAllowsWritesOnlyBeneathTheTmpDir) {
+  const int abi = LandlockAbi();
+  if (abi < 1) GTEST_SKIP() << "the kernel has no Landlock";
+  const std::string base = TestDir("landlock");
+  const std::string tmp = base + "/tmp";
+  ASSERT_EQ(::mkdir(tmp.c_str(), 0700), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    absl::StatusOr<int> applied = RestrictToRequest(tmp);
+    if (!applied.ok() || *applied != abi) ::_exit(10);
+    if (CreateErrno(tmp + "/inside") != 0) ::_exit(11);          // Allowed.
+    if (CreateErrno(base + "/outside") != EACCES) ::_exit(12);    // Denied.
+    if (::open("/dev/null", O_WRONLY | O_TRUNC) < 0) ::_exit(13);  // Allowed.
+    if (::open("/etc/hostname", O_RDONLY) < 0) ::_exit(14);       // Reads stay allowed.
+    if (abi >= 6) {
+      // The parent is outside the new domain: even signal 0 is refused. Itself: allowed.
+      if (::kill(::getppid(), 0) == 0 || errno != EPERM) ::_exit(15);
+      if (::kill(::getpid(), 0) != 0) ::_exit(16);
+    }
+    ::_exit(0);
+  }
+  int wstatus = 0;
+  ASSERT_EQ(::waitpid(child, &wstatus, 0), child);
+  ASSERT_TRUE(WIFEXITED(wstatus));
+  EXPECT_EQ(WEXITSTATUS(wstatus), 0) << "failed check " << WEXITSTATUS(wstatus);
+  EXPECT_TRUE(Exists(tmp + "/inside"));
+  EXPECT_FALSE(Exists(base + "/outside"));
+}
+
+TEST(IsolationTest, RemoveTreeDoesNotFollowSymlinks) {
+  const std::string base = TestDir("remove");
+  const std::string victim = base + "/victim";
+  ASSERT_EQ(::mkdir(victim.c_str(), 0755), 0);
+  std::ofstream(victim + "/keep") << "keep";
+  const std::string tree = base + "/tree";
+  ASSERT_EQ(::mkdir(tree.c_str(), 0700), 0);
+  ASSERT_EQ(::mkdir((tree + "/a").c_str(), 0700), 0);
+  ASSERT_EQ(::mkdir((tree + "/a/b").c_str(), 0700), 0);
+  std::ofstream(tree + "/a/b/file") << "x";
+  ASSERT_EQ(::symlink(victim.c_str(), (tree + "/link").c_str()), 0);
+  ASSERT_EQ(::symlink(victim.c_str(), (tree + "/a/b/link").c_str()), 0);
+
+  ASSERT_TRUE(RemoveTree(tree).ok());
+  EXPECT_FALSE(Exists(tree));
+  EXPECT_TRUE(Exists(victim + "/keep"));  // Control: the link target is untouched.
+  EXPECT_TRUE(RemoveTree(tree).ok());     // Already gone is fine.
+
+  // A symlink in place of the tree itself is refused, not followed.
+  ASSERT_EQ(::symlink(victim.c_str(), tree.c_str()), 0);
+  EXPECT_FALSE(RemoveTree(tree).ok());
+  EXPECT_TRUE(Exists(victim + "/keep"));
+}
+
+TEST(IsolationTest, DieWithParentChecksTheParent) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (!DieWithParent(::getppid()).ok()) ::_exit(1);
+    ::_exit(DieWithParent(::getppid() + 1).ok() ? 2 : 0);  // Not our parent: refused.
+  }
+  int wstatus = 0;
+  ASSERT_EQ(::waitpid(child, &wstatus, 0), child);
+  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << wstatus;
+}
+
+}  // namespace
+}  // namespace zygo::agents::python

@@ -1,0 +1,115 @@
+// The request path inside a spare: stdio, event, handler call, result, report, _exit.
+#include "agents/python/request.h"
+
+#include <unistd.h>
+
+#include <string>
+#include <variant>
+
+#include "absl/strings/str_cat.h"
+#include "agents/python/py_json.h"
+#include "agents/wire/channel.h"
+
+namespace zygo::agents::python {
+namespace {
+
+// Room left in a Done frame's payload for the result after its two integer fields and the
+// result field's own header.
+constexpr size_t kMaxResultSize = wire::kMaxPayloadSize - 64;
+
+// The first `limit` bytes of `text`, not cutting a UTF-8 sequence in half.
+std::string Head(const std::string& text, size_t limit) {
+  if (text.size() <= limit) return text;
+  size_t end = limit;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  return text.substr(0, end);
+}
+
+// The last bytes of a traceback: its end names the exception and the innermost frames.
+std::string Tail(const std::string& text, size_t limit) {
+  if (text.size() <= limit) return text;
+  constexpr absl::string_view kCut = "...(traceback truncated)\n";
+  size_t start = text.size() - (limit - kCut.size());
+  while (start < text.size() && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) ++start;
+  return absl::StrCat(kCut, text.substr(start));
+}
+
+[[noreturn]] void ReportFailed(const PreparedSpare& spare, uint64_t request_id,
+                               const PythonError& error) {
+  spare.interpreter->FlushStdio();
+  const wire::FailedMessage failed{request_id, Head(error.type, wire::kMaxErrorTypeSize),
+                                   Head(error.message, wire::kMaxFailedMessageSize),
+                                   Tail(error.traceback, wire::kMaxTracebackSize)};
+  absl::StatusOr<wire::Frame> frame = wire::Encode(failed);
+  if (frame.ok()) (void)wire::SendFrame(spare.channel, *frame, {});
+  ::_exit(1);
+}
+
+[[noreturn]] void ReportDone(const PreparedSpare& spare, uint64_t request_id, std::string json) {
+  spare.interpreter->FlushStdio();
+  absl::StatusOr<wire::Frame> frame =
+      wire::Encode(wire::DoneMessage{request_id, wire::ExitKind::kExited, 0, std::move(json)});
+  if (!frame.ok()) {
+    ReportFailed(spare, request_id, {"ResultError", std::string(frame.status().message()), ""});
+  }
+  ::_exit(wire::SendFrame(spare.channel, *frame, {}).ok() ? 0 : 2);
+}
+
+// Makes the request's stdin, stdout and stderr fds 0, 1 and 2 (dup2 clears CLOEXEC, and
+// Python's sys.std* objects keep writing to those numbers).
+absl::Status InstallStdio(wire::ReceivedFrame& received) {
+  for (int target = 0; target < 3; ++target) {
+    if (::dup2(received.fds[target].get(), target) < 0) {
+      return absl::InternalError(absl::StrCat("dup2(request fd -> ", target, ") failed"));
+    }
+  }
+  received.fds.clear();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void RunRequest(const PreparedSpare& spare, wire::ReceivedFrame& received,
+                const wire::RunMessage& run) {
+  const PythonApi& api = spare.interpreter->api();
+  const uint64_t id = run.request_id;
+  if (!spare.setup.ok()) ReportFailed(spare, id, {"SetupError", spare.setup.ToString(), ""});
+  if (run.fd_layout == wire::FdLayout::kResultPipe) {
+    // A protocol mismatch rather than a failed request: the result travels in Done.
+    const wire::ErrorMessage error{id, absl::StatusCode::kUnimplemented,
+                                   "the python agent takes fd layouts none and stdio"};
+    (void)wire::SendFrame(spare.channel, *wire::Encode(error), {});
+    ::_exit(1);
+  }
+  if (run.fd_layout == wire::FdLayout::kStdio) {
+    if (absl::Status status = InstallStdio(received); !status.ok()) {
+      ReportFailed(spare, id, {"SetupError", status.ToString(), ""});
+    }
+  }
+
+  // An absent event is None: the protocol does not send empty fields.
+  PyRef event = PyRef::Borrow(api, api.None());
+  if (!run.event.empty()) {
+    absl::StatusOr<PyRef> parsed = JsonToPython(api, run.event);
+    if (!parsed.ok()) ReportFailed(spare, id, {"EventError", std::string(parsed.status().message()), ""});
+    event = std::move(*parsed);
+  }
+
+  PyRef handler = PyRef::Borrow(api, spare.function);
+  if (!handler) {
+    if (run.code.empty()) {
+      ReportFailed(spare, id, {"EntryError", absl::StrCat("pool entry ", run.entry, " came without code"), ""});
+    }
+    CallResult loaded = spare.interpreter->LoadScript(run.code, absl::StrCat(run.entry, ".py"));
+    if (auto* error = std::get_if<PythonError>(&loaded)) ReportFailed(spare, id, *error);
+    handler = std::move(std::get<PyRef>(loaded));
+  }
+
+  CallResult result = spare.interpreter->Call(handler.get(), event.get());
+  if (auto* error = std::get_if<PythonError>(&result)) ReportFailed(spare, id, *error);
+  absl::StatusOr<std::string> json = PythonToJson(api, std::get<PyRef>(result).get(), kMaxResultSize);
+  if (!json.ok()) ReportFailed(spare, id, {"ResultError", std::string(json.status().message()), ""});
+  ReportDone(spare, id, std::move(*json));
+}
+
+}  // namespace zygo::agents::python

@@ -1,0 +1,100 @@
+// The spare's start-up, preparation and wait for Run.
+#include "agents/python/spare.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "agents/python/isolation.h"
+#include "agents/python/prefault.h"
+#include "agents/python/request.h"
+#include "agents/wire/channel.h"
+#include "agents/wire/messages.h"
+
+namespace zygo::agents::python {
+
+// Exit statuses of a spare that could not even start; the zygote reports them in Done.
+enum SpareExit : int {
+  kZygoteGone = 3,
+  kNoChannel = 4,
+  kForkedNotSent = 5,
+  kChildChannelBroken = 6,
+};
+
+void PythonSpareRunner::BeforeFork() {
+  // Buffered output would otherwise be inherited and written again by every child.
+  interpreter_.FlushStdio();
+  interpreter_.api().PyOS_BeforeFork();
+}
+
+void PythonSpareRunner::AfterForkInParent() { interpreter_.api().PyOS_AfterFork_Parent(); }
+
+absl::Status PythonSpareRunner::Prepare(uint64_t spare_id) {
+  const std::string tmp_dir = RequestTmpDir(spare_id);
+  if (absl::Status status = MakeRequestTmpDir(tmp_dir); !status.ok()) return status;
+  if (absl::Status status = interpreter_.PointTempDirAt(tmp_dir); !status.ok()) return status;
+  // Before Landlock, which does not care either way: the faults are only about memory.
+  absl::StatusOr<PrefaultStats> prefault = PrefaultStats{};
+  if (!prefault.ok()) return prefault.status();
+  absl::StatusOr<int> abi = RestrictToRequest(tmp_dir);
+  if (!abi.ok()) return abi.status();
+  if (verbose_) {
+    std::fprintf(stderr,
+                 "zygo-agent-python: spare %llu: prefault touched %zu of %zu present pages in %zu "
+                 "mappings in %lld us; landlock abi %d\n",
+                 static_cast<unsigned long long>(spare_id), prefault->pages_touched,
+                 prefault->pages_present, prefault->mappings,
+                 static_cast<long long>(absl::ToInt64Microseconds(prefault->elapsed)), *abi);
+  }
+  return absl::OkStatus();
+}
+
+void PythonSpareRunner::RunSpare(const SpareContext& context) {
+  const PythonApi& api = interpreter_.api();
+  // First: Python's own after-fork work (thread state, locks, os.register_at_fork hooks
+  // such as random's reseed), before any other Python call.
+  api.PyOS_AfterFork_Child();
+  // Right away rather than last: a zygote dying while this spare prepares takes it along.
+  if (!DieWithParent(context.zygote_pid).ok()) ::_exit(kZygoteGone);
+
+  auto channel = wire::MakeAgentSocketPair();
+  if (!channel.ok()) ::_exit(kNoChannel);
+  const int handed = channel->second.get();
+  absl::StatusOr<wire::Frame> forked =
+      wire::Encode(wire::ForkedMessage{context.spare_id, ::getpid()});
+  if (!forked.ok() || !wire::SendFrame(context.zygote_channel, *forked, {&handed, 1}).ok()) {
+    ::_exit(kForkedNotSent);
+  }
+  // Only the zygote talks on the zygote channel from now on; the supervisor alone holds
+  // the other end of the child channel.
+  ::close(context.zygote_channel);
+  channel->second.Reset();
+
+  PreparedSpare spare{&interpreter_, function_, channel->first.get(), Prepare(context.spare_id)};
+  for (;;) {
+    absl::StatusOr<wire::ReceivedFrame> received =
+        wire::ReceiveFrame(spare.channel, absl::InfiniteDuration());
+    if (wire::IsPeerClosed(received.status())) ::_exit(0);  // Retired unused.
+    absl::Status status = received.status();
+    if (received.ok()) {
+      if (received->frame.type == wire::MessageType::kRun) {
+        absl::StatusOr<wire::RunMessage> run = wire::DecodeRun(*received);
+        if (run.ok()) RunRequest(spare, *received, *run);
+        status = run.status();
+      } else if (received->frame.type == wire::MessageType::kPing) {
+        (void)wire::SendFrame(spare.channel, {wire::MessageType::kPong, received->frame.request_id, ""}, {});
+        continue;
+      } else {
+        status = absl::InvalidArgumentError(absl::StrCat(
+            "a child channel does not take ", wire::MessageTypeName(received->frame.type)));
+      }
+    }
+    const uint64_t id = received.ok() ? received->frame.request_id : 0;
+    absl::StatusOr<wire::Frame> error = wire::Encode(wire::ErrorMessage{
+        id, status.code(), std::string(status.message().substr(0, wire::kMaxErrorMessageSize))});
+    if (!error.ok() || !wire::SendFrame(spare.channel, *error, {}).ok()) ::_exit(kChildChannelBroken);
+  }
+}
+
+}  // namespace zygo::agents::python

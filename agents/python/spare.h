@@ -1,0 +1,34 @@
+// A spare's life after fork: hand the supervisor a child channel (Forked, sent by the
+// child itself), prepare ahead of demand (private temp dir, copy-on-write prefault,
+// Landlock domain, death with the zygote), then wait for one Run.
+#ifndef ZYGO_AGENTS_PYTHON_SPARE_H_
+#define ZYGO_AGENTS_PYTHON_SPARE_H_
+
+#include "agents/python/interpreter.h"
+#include "agents/python/zygote.h"
+
+namespace zygo::agents::python {
+
+class PythonSpareRunner : public SpareRunner {
+ public:
+  // `function` is function mode's handler (borrowed from the zygote, which keeps it alive);
+  // null in pool mode. `verbose` prints each spare's preparation costs on stderr.
+  PythonSpareRunner(Interpreter& interpreter, PyObject* function, bool verbose)
+      : interpreter_(interpreter), function_(function), verbose_(verbose) {}
+
+  void BeforeFork() override;
+  void AfterForkInParent() override;
+  [[noreturn]] void RunSpare(const SpareContext& context) override;
+
+ private:
+  // The isolation steps, in order; the first failure is kept for the Run to report.
+  absl::Status Prepare(uint64_t spare_id);
+
+  Interpreter& interpreter_;
+  PyObject* function_;
+  bool verbose_;
+};
+
+}  // namespace zygo::agents::python
+
+#endif  // ZYGO_AGENTS_PYTHON_SPARE_H_

@@ -1,0 +1,187 @@
+// The zygote's event loop over the zygote channel and a SIGCHLD signalfd.
+#include "agents/python/zygote.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "agents/python/isolation.h"
+#include "agents/wire/channel.h"
+#include "agents/wire/messages.h"
+#include "core/base/errno_status.h"
+#include "core/base/unique_fd.h"
+
+namespace zygo::agents::python {
+namespace {
+
+using base::ErrnoStatus;
+using base::UniqueFd;
+
+sigset_t ChildSignalSet() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGCHLD);
+  return set;
+}
+
+wire::DoneMessage ReapedDone(uint64_t spare_id, int wstatus) {
+  wire::DoneMessage done{spare_id, wire::ExitKind::kExited, 0, ""};
+  if (WIFSIGNALED(wstatus)) {
+    done.exit_kind = wire::ExitKind::kSignalled;
+    done.exit_code = WTERMSIG(wstatus);
+  } else {
+    done.exit_code = WEXITSTATUS(wstatus);
+  }
+  return done;
+}
+
+class Zygote {
+ public:
+  Zygote(int channel, UniqueFd signals, SpareRunner& runner)
+      : channel_(channel), signals_(std::move(signals)), runner_(runner) {}
+
+  absl::Status Run() {
+    for (;;) {
+      pollfd fds[2] = {{channel_, POLLIN, 0}, {signals_.get(), POLLIN, 0}};
+      if (::poll(fds, 2, -1) < 0) {
+        if (errno == EINTR) continue;
+        return ErrnoStatus(errno, "poll(zygote channel, signalfd)");
+      }
+      if (fds[1].revents != 0) {
+        if (absl::Status status = Reap(); !status.ok()) return status;
+      }
+      if (fds[0].revents != 0) {
+        absl::StatusOr<wire::ReceivedFrame> received =
+            wire::ReceiveFrame(channel_, absl::ZeroDuration());
+        if (wire::IsPeerClosed(received.status())) return Shutdown();
+        if (received.status().code() == absl::StatusCode::kDeadlineExceeded) continue;
+        absl::Status status = received.ok() ? Handle(*received) : received.status();
+        if (!status.ok() && !Reply(wire::ErrorMessage{0, status.code(), Truncated(status)})) {
+          return Shutdown();
+        }
+      }
+    }
+  }
+
+ private:
+  static std::string Truncated(const absl::Status& status) {
+    return std::string(status.message().substr(0, wire::kMaxErrorMessageSize));
+  }
+
+  // Sends a zygote-channel message; false when the supervisor is gone.
+  template <typename Message>
+  bool Reply(const Message& message) {
+    absl::StatusOr<wire::Frame> frame = wire::Encode(message);
+    return frame.ok() && wire::SendFrame(channel_, *frame, {}).ok();
+  }
+
+  absl::Status Handle(const wire::ReceivedFrame& received) {
+    switch (received.frame.type) {
+      case wire::MessageType::kSpawn: {
+        absl::StatusOr<wire::SpawnMessage> spawn = wire::DecodeSpawn(received);
+        if (!spawn.ok()) return spawn.status();
+        Spawn(spawn->spare_id);
+        return absl::OkStatus();
+      }
+      case wire::MessageType::kPing:
+        Reply(wire::PongMessage{received.frame.request_id});
+        return absl::OkStatus();
+      case wire::MessageType::kError:
+        return absl::OkStatus();  // The supervisor's complaint; nothing to answer.
+      default:
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the zygote channel does not take ", wire::MessageTypeName(received.frame.type)));
+    }
+  }
+
+  void Spawn(uint64_t spare_id) {
+    for (const auto& [pid, id] : spares_) {
+      if (id == spare_id) {
+        Reply(wire::ErrorMessage{spare_id, absl::StatusCode::kAlreadyExists,
+                                 absl::StrCat("spare ", spare_id, " is alive")});
+        return;
+      }
+    }
+    runner_.BeforeFork();
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      // The child: SIGCHLD back to normal for the handler's own subprocesses.
+      const sigset_t set = ChildSignalSet();
+      ::sigprocmask(SIG_UNBLOCK, &set, nullptr);
+      signals_.Reset();
+      runner_.RunSpare(SpareContext{spare_id, channel_, ::getppid()});
+    }
+    const int fork_errno = errno;
+    runner_.AfterForkInParent();
+    if (pid < 0) {
+      const absl::Status status = ErrnoStatus(fork_errno, absl::StrCat("fork(spare ", spare_id, ")"));
+      Reply(wire::ErrorMessage{spare_id, status.code(), Truncated(status)});
+      return;
+    }
+    spares_[pid] = spare_id;
+  }
+
+  // Drains the signalfd, then reaps every exited child: a spare's temp dir goes first, so
+  // by the time the supervisor reads Done(spare) nothing of it is left.
+  absl::Status Reap() {
+    signalfd_siginfo info;
+    while (::read(signals_.get(), &info, sizeof(info)) == sizeof(info)) {
+    }
+    for (;;) {
+      int wstatus = 0;
+      const pid_t pid = ::waitpid(-1, &wstatus, WNOHANG);
+      if (pid <= 0) return absl::OkStatus();  // 0: none left exited; ECHILD: no children.
+      auto spare = spares_.find(pid);
+      if (spare == spares_.end()) continue;  // An orphan we inherited as pid 1.
+      const uint64_t spare_id = spare->second;
+      spares_.erase(spare);
+      if (absl::Status removed = RemoveTree(RequestTmpDir(spare_id)); !removed.ok()) {
+        std::fprintf(stderr, "zygo-agent-python: %s\n", removed.ToString().c_str());
+      }
+      if (!Reply(ReapedDone(spare_id, wstatus))) return absl::OkStatus();  // EOF comes next.
+    }
+  }
+
+  // The supervisor hung up: the spares would die with the sandbox anyway; end them now so
+  // their temp dirs go too.
+  absl::Status Shutdown() {
+    for (const auto& [pid, id] : spares_) ::kill(pid, SIGKILL);
+    for (const auto& [pid, id] : spares_) {
+      while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+      }
+      (void)RemoveTree(RequestTmpDir(id));
+    }
+    spares_.clear();
+    return absl::OkStatus();
+  }
+
+  const int channel_;
+  UniqueFd signals_;
+  SpareRunner& runner_;
+  std::map<pid_t, uint64_t> spares_;  // Live spares by pid.
+};
+
+}  // namespace
+
+absl::Status BlockChildSignal() {
+  const sigset_t set = ChildSignalSet();
+  if (::sigprocmask(SIG_BLOCK, &set, nullptr) != 0) return ErrnoStatus(errno, "sigprocmask(SIGCHLD)");
+  return absl::OkStatus();
+}
+
+absl::Status RunZygote(int channel_fd, SpareRunner& runner) {
+  const sigset_t set = ChildSignalSet();
+  UniqueFd signals(::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC));
+  if (!signals.valid()) return ErrnoStatus(errno, "signalfd(SIGCHLD)");
+  Zygote zygote(channel_fd, std::move(signals), runner);
+  return zygote.Run();
+}
+
+}  // namespace zygo::agents::python

@@ -1,0 +1,370 @@
+// `zygo up/down/ls/exec/scripts`: parse the flags, make one API call, print the answer.
+#include "cli/api_commands.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "cli/api_client.h"
+#include "cli/exec_output.h"
+#include "supervisor/socket_path.h"
+
+namespace zygo::cli {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kSocketHelp[] =
+    "  --socket PATH    the supervisor's socket (default $ZYGO_SOCKET, else\n"
+    "                   /run/zygo/zygo.sock for root, $XDG_RUNTIME_DIR/zygo/zygo.sock or\n"
+    "                   /tmp/zygo-UID/zygo.sock for others)\n";
+
+int Fail(const absl::Status& status) {
+  fprintf(stderr, "zygo: %s\n", std::string(status.message()).c_str());
+  return kExitZygoFailed;
+}
+
+// One command's arguments: positionals ("-" among them), flags with a value, switches.
+struct Args {
+  std::vector<std::string> positional;
+  std::map<std::string, std::string> values;
+  std::set<std::string> switches;
+  bool help = false;
+};
+
+absl::StatusOr<Args> ParseArgs(const char* command, int argc, char** argv,
+                               const std::set<std::string>& value_flags,
+                               const std::set<std::string>& switch_flags) {
+  Args args;
+  bool flags_done = false;
+  for (int i = 0; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (flags_done || arg == "-" || arg.empty() || arg[0] != '-') {
+      args.positional.push_back(arg);
+      continue;
+    }
+    if (arg == "--") {
+      flags_done = true;
+    } else if (arg == "-h" || arg == "--help") {
+      args.help = true;
+    } else if (switch_flags.count(arg) > 0) {
+      args.switches.insert(arg);
+    } else if (size_t eq = arg.find('=');
+               eq != std::string::npos && value_flags.count(arg.substr(0, eq)) > 0) {
+      args.values[arg.substr(0, eq)] = arg.substr(eq + 1);
+    } else if (value_flags.count(arg) > 0) {
+      if (i + 1 >= argc) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(arg, " needs a value (see zygo ", command, " --help)"));
+      }
+      args.values[arg] = argv[++i];
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag ", arg, " for zygo ", command,
+                                                     " (see zygo ", command, " --help)"));
+    }
+  }
+  return args;
+}
+
+absl::Status WrongArguments(const char* usage_line) {
+  return absl::InvalidArgumentError(absl::StrCat("usage: ", usage_line));
+}
+
+std::string SocketOf(const Args& args) {
+  auto it = args.values.find("--socket");
+  return supervisor::ResolveSocketPath(it != args.values.end() ? it->second : "");
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot read ", path, ": ", strerror(errno)));
+  }
+  std::ostringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+absl::StatusOr<std::string> ReadStdin() {
+  std::string data;
+  char buffer[65536];
+  for (;;) {
+    ssize_t n = read(STDIN_FILENO, buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return absl::InvalidArgumentError(absl::StrCat("reading stdin: ", strerror(errno)));
+    if (n == 0) return data;
+    data.append(buffer, n);
+  }
+}
+
+std::string Text(const json& object, const char* key) {
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return "";
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
+bool IsTrue(const json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_boolean() && it->get<bool>();
+}
+
+// --- up ---------------------------------------------------------------------------------
+
+constexpr char kUpUsage[] = R"(Usage: zygo up [--socket PATH] SPEC.toml
+
+Registers the function SPEC.toml describes with the supervisor (replacing one of the
+same name) and starts warming it. Relative paths in the spec are resolved against the
+directory SPEC.toml is in.
+
+Flags:
+)";
+
+// The directory `spec_path` is in, absolute with symlinks resolved.
+absl::StatusOr<std::string> AbsoluteDirOf(const std::string& spec_path) {
+  size_t slash = spec_path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : spec_path.substr(0, slash);
+  if (dir.empty()) dir = "/";
+  char resolved[PATH_MAX];
+  if (realpath(dir.c_str(), resolved) == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot resolve ", dir, ": ", strerror(errno)));
+  }
+  return std::string(resolved);
+}
+
+}  // namespace
+
+int UpCommand(int argc, char** argv) {
+  absl::StatusOr<Args> args = ParseArgs("up", argc, argv, {"--socket"}, {});
+  if (!args.ok()) return Fail(args.status());
+  if (args->help) {
+    printf("%s%s", kUpUsage, kSocketHelp);
+    return 0;
+  }
+  if (args->positional.size() != 1) return Fail(WrongArguments("zygo up SPEC.toml"));
+  const std::string& spec_path = args->positional[0];
+  absl::StatusOr<std::string> toml = ReadFile(spec_path);
+  if (!toml.ok()) return Fail(toml.status());
+  absl::StatusOr<std::string> base_dir = AbsoluteDirOf(spec_path);
+  if (!base_dir.ok()) return Fail(base_dir.status());
+  std::string origin = spec_path.substr(spec_path.rfind('/') + 1);  // npos + 1 == 0
+  ApiClient client(SocketOf(*args));
+  absl::StatusOr<json> info =
+      client.Call({"POST",
+                   absl::StrCat("/v1/functions?origin=", ApiClient::Escape(origin),
+                                "&base_dir=", ApiClient::Escape(*base_dir)),
+                   *toml, "application/toml"});
+  if (!info.ok()) return Fail(info.status());
+  bool pool = IsTrue(*info, "pool");
+  printf("%s is up (runtime %s, image %s%s)\n", Text(*info, "name").c_str(),
+         Text(*info, "runtime").c_str(), Text(*info, "image").c_str(),
+         pool ? ", a runtime pool" : "");
+  return 0;
+}
+
+namespace {
+
+constexpr char kDownUsage[] = R"(Usage: zygo down [--socket PATH] NAME
+
+Removes the function (or runtime pool) NAME from the supervisor and stops its zygote.
+
+Flags:
+)";
+
+constexpr char kLsUsage[] = R"usage(Usage: zygo ls [--socket PATH] [--json]
+
+Lists the supervisor's functions and runtime pools: NAME RUNTIME IMAGE STATE REQUESTS ENTRY
+(a runtime pool's ENTRY is "(pool)"; STATE is cold, warming or warm).
+
+Flags:
+  --json           the API's reply instead: {"functions":[{name, image, runtime, entry,
+                   pool, state, requests, memory_bytes, timeout_ms, cold_after_ms,
+                   spec_path}]}
+)usage";
+
+void PrintTable(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> widths;
+  for (const auto& row : rows) {
+    widths.resize(std::max(widths.size(), row.size()));
+    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(widths[i] - row[i].size() + 3, ' ');
+    }
+    puts(line.c_str());
+  }
+}
+
+}  // namespace
+
+int DownCommand(int argc, char** argv) {
+  absl::StatusOr<Args> args = ParseArgs("down", argc, argv, {"--socket"}, {});
+  if (!args.ok()) return Fail(args.status());
+  if (args->help) {
+    printf("%s%s", kDownUsage, kSocketHelp);
+    return 0;
+  }
+  if (args->positional.size() != 1) return Fail(WrongArguments("zygo down NAME"));
+  const std::string& name = args->positional[0];
+  ApiClient client(SocketOf(*args));
+  absl::StatusOr<json> reply =
+      client.Call({"DELETE", absl::StrCat("/v1/functions/", ApiClient::Escape(name)), "", ""});
+  if (!reply.ok()) return Fail(reply.status());
+  printf("%s is down\n", name.c_str());
+  return 0;
+}
+
+int LsCommand(int argc, char** argv) {
+  absl::StatusOr<Args> args = ParseArgs("ls", argc, argv, {"--socket"}, {"--json"});
+  if (!args.ok()) return Fail(args.status());
+  if (args->help) {
+    printf("%s%s", kLsUsage, kSocketHelp);
+    return 0;
+  }
+  if (!args->positional.empty()) return Fail(WrongArguments("zygo ls [--json]"));
+  ApiClient client(SocketOf(*args));
+  absl::StatusOr<json> reply = client.Call({"GET", "/v1/functions", "", ""});
+  if (!reply.ok()) return Fail(reply.status());
+  auto functions = reply->find("functions");
+  if (functions == reply->end() || !functions->is_array()) {
+    return Fail(absl::InternalError("the supervisor's function list has no \"functions\" array"));
+  }
+  if (args->switches.count("--json") > 0) {
+    puts(reply->dump().c_str());
+    return 0;
+  }
+  std::vector<std::vector<std::string>> rows = {
+      {"NAME", "RUNTIME", "IMAGE", "STATE", "REQUESTS", "ENTRY"}};
+  for (const json& function : *functions) {
+    bool pool = IsTrue(function, "pool");
+    rows.push_back({Text(function, "name"), Text(function, "runtime"), Text(function, "image"),
+                    Text(function, "state"), Text(function, "requests"),
+                    pool ? "(pool)" : Text(function, "entry")});
+  }
+  PrintTable(rows);
+  return 0;
+}
+
+namespace {
+
+constexpr char kExecUsage[] = R"(Usage: zygo exec [flags] NAME [-]
+
+Runs one request on the warm function (or runtime pool) NAME.
+
+The event is null, or the JSON given with --data, or, with `-`, whatever stdin holds. An
+exec function (runtime "exec") gets those bytes as its stdin (none by default).
+
+Output: what the request wrote to stdout and stderr, copied to zygo's own, then the
+handler's return value as one line of JSON on stdout (nothing when it returned None).
+
+Exit code: 0 when it succeeded; 1 when the handler raised (the traceback and
+"error: Type: message" go to stderr); an exec function's own exit code; 137 when it was
+killed for its timeout or memory limit (zygo says which); 128+N when signal N killed it;
+125 when Zygo itself failed (supervisor unreachable, unknown function, bad input).
+
+Flags:
+  --data JSON      the event (default: null)
+  -                read the event (or an exec function's stdin) from stdin
+  --script DIGEST  a runtime pool's script, from `zygo scripts put`
+  --json           print the whole reply instead: {ok, result, error, stdout, stderr,
+                   stdout_truncated, stderr_truncated, outcome, timings_us}
+)";
+
+// The request body and its type, from --data or stdin.
+absl::Status ReadEvent(const Args& args, std::string* body, std::string* content_type) {
+  auto data = args.values.find("--data");
+  bool from_stdin = args.positional.size() == 2;
+  if (from_stdin && data != args.values.end()) {
+    return absl::InvalidArgumentError("give the event with --data or `-`, not both");
+  }
+  if (data != args.values.end()) {
+    *body = data->second;
+    *content_type = "application/json";
+  } else if (from_stdin) {
+    absl::StatusOr<std::string> input = ReadStdin();
+    if (!input.ok()) return input.status();
+    *body = std::move(*input);
+    // JSON for a python function, raw stdin for an exec one: the supervisor knows which.
+    *content_type = "application/octet-stream";
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int ExecCommand(int argc, char** argv) {
+  absl::StatusOr<Args> args =
+      ParseArgs("exec", argc, argv, {"--socket", "--data", "--script"}, {"--json"});
+  if (!args.ok()) return Fail(args.status());
+  if (args->help) {
+    printf("%s%s", kExecUsage, kSocketHelp);
+    return 0;
+  }
+  bool shape_ok =
+      args->positional.size() == 1 || (args->positional.size() == 2 && args->positional[1] == "-");
+  if (!shape_ok || args->positional[0] == "-") {
+    return Fail(WrongArguments("zygo exec NAME [--data JSON | -] [--script DIGEST] [--json]"));
+  }
+  const std::string& name = args->positional[0];
+  std::string body, content_type;
+  if (absl::Status read = ReadEvent(*args, &body, &content_type); !read.ok()) return Fail(read);
+  std::string path = absl::StrCat("/v1/functions/", ApiClient::Escape(name), "/exec");
+  if (auto script = args->values.find("--script"); script != args->values.end()) {
+    absl::StrAppend(&path, "?script=", ApiClient::Escape(script->second));
+  }
+  ApiClient client(SocketOf(*args));
+  absl::StatusOr<json> reply = client.Call({"POST", path, body, content_type});
+  if (!reply.ok()) return Fail(reply.status());
+  return PrintExecReply(*reply, name, args->switches.count("--json") > 0, stdout, stderr);
+}
+
+namespace {
+
+constexpr char kScriptsUsage[] = R"(Usage: zygo scripts put [--socket PATH] FILE
+
+Stores FILE (or stdin, for `-`) as a runtime-pool script and prints its digest
+("sha256:..."), which `zygo exec POOL --script DIGEST` runs.
+
+Flags:
+)";
+
+}  // namespace
+
+int ScriptsCommand(int argc, char** argv) {
+  absl::StatusOr<Args> args = ParseArgs("scripts", argc, argv, {"--socket"}, {});
+  if (!args.ok()) return Fail(args.status());
+  if (args->help) {
+    printf("%s%s", kScriptsUsage, kSocketHelp);
+    return 0;
+  }
+  if (args->positional.size() != 2 || args->positional[0] != "put") {
+    return Fail(WrongArguments("zygo scripts put FILE"));
+  }
+  const std::string& file = args->positional[1];
+  absl::StatusOr<std::string> source = file == "-" ? ReadStdin() : ReadFile(file);
+  if (!source.ok()) return Fail(source.status());
+  ApiClient client(SocketOf(*args));
+  absl::StatusOr<json> reply =
+      client.Call({"PUT", "/v1/scripts", *source, "text/plain; charset=utf-8"});
+  if (!reply.ok()) return Fail(reply.status());
+  std::string digest = Text(*reply, "digest");
+  if (digest.empty()) return Fail(absl::InternalError("the supervisor's reply has no digest"));
+  puts(digest.c_str());
+  return 0;
+}
+
+}  // namespace zygo::cli

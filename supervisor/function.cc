@@ -1,0 +1,218 @@
+// A function's zygote lifecycle: warm on demand, re-warm after death, drop when idle.
+#include "supervisor/function.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/base/errno_status.h"
+#include "core/base/status_macros.h"
+#include "images/reference.h"
+#include "images/run_image.h"
+#include "images/store.h"
+
+namespace zygo::supervisor {
+namespace {
+
+// Where the agent binary appears inside every function's sandbox.
+constexpr char kAgentPath[] = "/.zygo-agent";
+
+// The mountpoints a function's sandbox binds over: /code and the agent. A host root gets
+// them on its tmpfs; an image's flattened root (ours, in the store) gets them made once.
+absl::Status EnsureMountpoints(const std::string& rootfs) {
+  const std::string code = absl::StrCat(rootfs, "/code");
+  if (mkdir(code.c_str(), 0755) != 0 && errno != EEXIST) {
+    return base::ErrnoStatus(errno, absl::StrCat("mkdir(", code, ")"));
+  }
+  const std::string agent = absl::StrCat(rootfs, kAgentPath);
+  int fd = open(agent.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0755);
+  if (fd < 0 && errno != EEXIST) return base::ErrnoStatus(errno, absl::StrCat("open(", agent, ")"));
+  if (fd >= 0) close(fd);
+  return absl::OkStatus();
+}
+
+// An OCI image runs from its flattened root in the store with its config's Env and User,
+// as `zygo run` does. The supervisor never pulls: `zygo pull` (or `zygo run`) does.
+absl::Status UseStoredImage(const FunctionSpec& function, core::Spec* sandbox) {
+  ZYGO_ASSIGN_OR_RETURN(images::Reference ref, images::ParseReference(function.image));
+  ZYGO_ASSIGN_OR_RETURN(images::Store store, images::Store::Open(images::Store::DefaultRoot()));
+  ZYGO_ASSIGN_OR_RETURN(std::optional<images::RunnableImage> image,
+                        images::FindRunnableImage(store, ref));
+  if (!image.has_value()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        function.origin, ": image ", ref.Familiar(),
+        " is not in the image store: run `zygo pull ", function.image, "` first"));
+  }
+  ZYGO_RETURN_IF_ERROR(EnsureMountpoints(image->rootfs));
+  sandbox->image_name = function.image;
+  sandbox->image = "dir:" + image->rootfs;
+  sandbox->image_env = image->config.env;
+  if (!image->config.user.empty()) {
+    ZYGO_ASSIGN_OR_RETURN(images::NumericUser user,
+                          images::ResolveImageUser(image->rootfs, image->config.user));
+    sandbox->uid = user.uid;
+    sandbox->gid = user.gid;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+Function::Function(FunctionSpec spec, const FunctionHost* host)
+    : spec_(std::move(spec)), host_(host), last_used_(std::chrono::steady_clock::now()) {}
+
+Function::~Function() { Stop(); }
+
+FunctionInfo Function::Info() const {
+  FunctionInfo info = ToFunctionInfo(spec_);
+  info.requests = requests_.load();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (zygote_ && zygote_->alive()) {
+    info.state = "warm";
+  } else if (warming_.load()) {
+    info.state = "warming";
+  } else {
+    info.state = "cold";
+  }
+  return info;
+}
+
+absl::StatusOr<ZygoteConfig> Function::BuildZygoteConfig() const {
+  core::Spec sandbox = ToSandboxSpec(spec_);
+  if (sandbox.net == core::NetMode::kEgress || sandbox.net == core::NetMode::kFull) {
+    // TODO(issue 4): the warm half of networking (pasta + nft + resolver per zygote).
+    return absl::UnimplementedError(absl::StrCat(
+        spec_.origin, ": net.mode \"", core::NetModeName(sandbox.net),
+        "\" is not available for warm functions yet (zygo run --net supports it)"));
+  }
+  if (sandbox.image != "host" && sandbox.image.rfind("dir:", 0) != 0) {
+    ZYGO_RETURN_IF_ERROR(UseStoredImage(spec_, &sandbox));
+  }
+  const bool python = spec_.runtime == "python";
+  const std::string& agent = python ? host_->python_agent : host_->exec_agent;
+  if (agent.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the ", spec_.runtime, " agent binary was not found next to the supervisor"));
+  }
+  sandbox.volumes.push_back({agent, kAgentPath, /*read_only=*/true});
+  sandbox.argv = {kAgentPath, "--fd", "3"};
+  if (python) {
+    sandbox.argv.insert(sandbox.argv.end(), {"--code-dir", "/code"});
+    if (spec_.pool) {
+      sandbox.argv.push_back("--pool");
+    } else {
+      sandbox.argv.insert(sandbox.argv.end(), {"--entry", spec_.entry});
+    }
+    if (!spec_.preload.empty()) {
+      sandbox.argv.insert(sandbox.argv.end(), {"--preload", absl::StrJoin(spec_.preload, ",")});
+    }
+  } else {
+    sandbox.argv.push_back("--");
+    sandbox.argv.insert(sandbox.argv.end(), spec_.command.begin(), spec_.command.end());
+  }
+  sandbox.timeout_ms = spec_.timeout_ms;  // unused: the zygote has no deadline of its own
+  sandbox.allow_unlimited = host_->allow_unlimited;
+  // The function's cgroup holds the zygote, its spares and every request in flight; each
+  // request also has its own cgroup inside with the spec's limits.
+  const int64_t slots = 1 + spec_.spares + host_->max_concurrency;
+  sandbox.memory_bytes = spec_.memory_bytes * slots;
+  sandbox.pids_limit = spec_.pids_limit * slots;
+  sandbox.cpus = std::max(spec_.cpus, 1.0) * 2;
+  ZygoteConfig config;
+  ZYGO_ASSIGN_OR_RETURN(config.plan, core::BuildPlan(sandbox));
+  config.cgroups = host_->cgroups;
+  config.request_limits = {spec_.memory_bytes, spec_.pids_limit, spec_.cpus};
+  config.spares = spec_.spares;
+  config.name = spec_.name;
+  return config;
+}
+
+absl::StatusOr<std::shared_ptr<Zygote>> Function::WarmZygote() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (zygote_ && zygote_->alive()) return zygote_;
+  }
+  std::lock_guard<std::mutex> warm_lock(warm_mu_);
+  std::shared_ptr<Zygote> old;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (zygote_ && zygote_->alive()) return zygote_;
+    old = std::move(zygote_);  // dead: its last users finish with their own reference
+  }
+  warming_.store(true);
+  absl::StatusOr<ZygoteConfig> config = BuildZygoteConfig();
+  absl::StatusOr<std::unique_ptr<Zygote>> started =
+      config.ok() ? Zygote::Start(*std::move(config)) : config.status();
+  warming_.store(false);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!started.ok()) {
+    last_error_ = std::string(started.status().message());
+    return started.status();
+  }
+  zygote_ = std::shared_ptr<Zygote>(*std::move(started));
+  last_used_ = std::chrono::steady_clock::now();
+  return zygote_;
+}
+
+absl::Status Function::Warm() { return WarmZygote().status(); }
+
+void Function::Run(const ExecRequest& request, const std::string& code,
+                   const CancelSignal& cancel, const std::function<void(ExecReply)>& deliver) {
+  in_flight_.fetch_add(1);
+  requests_.fetch_add(1);
+  absl::StatusOr<std::shared_ptr<Zygote>> zygote = WarmZygote();
+  if (!zygote.ok()) {
+    ExecReply reply;
+    reply.status = zygote.status();
+    in_flight_.fetch_sub(1);
+    deliver(std::move(reply));
+    return;
+  }
+  SpareRequest spare_request;
+  spare_request.request_id = next_request_id_.fetch_add(1);
+  spare_request.entry = spec_.pool ? request.script_digest : spec_.entry;
+  spare_request.code = code;
+  spare_request.event = request.event_json.empty() ? "null" : request.event_json;
+  spare_request.stdin_data = request.stdin_data;
+  spare_request.timeout_ms = spec_.timeout_ms;
+  (*zygote)->Run(spare_request, cancel, [&](ExecReply reply) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      last_used_ = std::chrono::steady_clock::now();
+    }
+    deliver(std::move(reply));
+  });
+  in_flight_.fetch_sub(1);
+}
+
+bool Function::DropIfIdle() {
+  if (spec_.cold_after_ms <= 0 || in_flight_.load() > 0) return false;
+  std::shared_ptr<Zygote> dropped;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!zygote_) return false;
+    auto idle = std::chrono::steady_clock::now() - last_used_;
+    if (idle < std::chrono::milliseconds(spec_.cold_after_ms) && zygote_->alive()) return false;
+    dropped = std::move(zygote_);
+  }
+  dropped->Stop();
+  return true;
+}
+
+void Function::Stop() {
+  std::shared_ptr<Zygote> stopped;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopped = std::move(zygote_);
+  }
+  if (stopped) stopped->Stop();
+}
+
+}  // namespace zygo::supervisor

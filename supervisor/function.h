@@ -1,0 +1,72 @@
+// One registered function (or runtime pool): its spec, its zygote (warmed on first use,
+// dropped after cold_after idle, re-warmed after it dies), and its counters.
+// Parent (supervisor) side; thread-safe.
+#ifndef ZYGO_SUPERVISOR_FUNCTION_H_
+#define ZYGO_SUPERVISOR_FUNCTION_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "core/cgroup.h"
+#include "core/plan.h"
+#include "supervisor/cancel_signal.h"
+#include "supervisor/function_spec.h"
+#include "supervisor/service.h"
+#include "supervisor/zygote.h"
+
+namespace zygo::supervisor {
+
+// What every function shares: where the agents are, the cgroup driver, the policy.
+struct FunctionHost {
+  core::CgroupDriver* cgroups = nullptr;  // null: none usable
+  std::string python_agent;               // host path of zygo-agent-python
+  std::string exec_agent;                 // host path of zygo-agent-exec
+  bool allow_unlimited = false;           // run without cgroups when none can be made
+  int max_concurrency = 32;               // requests of one function at once
+};
+
+class Function {
+ public:
+  Function(FunctionSpec spec, const FunctionHost* host);
+  ~Function();
+
+  const FunctionSpec& spec() const { return spec_; }
+  FunctionInfo Info() const;
+
+  // Warms the zygote if it is cold (or dead) and runs one request on it. `code` is a pool
+  // script's source. Blocks the calling (worker) thread; calls `deliver` exactly once.
+  void Run(const ExecRequest& request, const std::string& code, const CancelSignal& cancel,
+           const std::function<void(ExecReply)>& deliver);
+
+  // Warms the zygote now (Up does this in the background).
+  absl::Status Warm();
+  // Drops the zygote if it has been idle for cold_after. Returns true if it did.
+  bool DropIfIdle();
+  void Stop();
+
+ private:
+  absl::StatusOr<std::shared_ptr<Zygote>> WarmZygote();
+  absl::StatusOr<ZygoteConfig> BuildZygoteConfig() const;
+
+  const FunctionSpec spec_;
+  const FunctionHost* host_;
+  std::mutex warm_mu_;  // one warm-up at a time
+  mutable std::mutex mu_;
+  std::shared_ptr<Zygote> zygote_;
+  std::string last_error_;
+  std::atomic<int64_t> requests_{0};
+  std::atomic<int> in_flight_{0};
+  std::atomic<bool> warming_{false};
+  std::chrono::steady_clock::time_point last_used_;
+  std::atomic<uint64_t> next_request_id_{1};
+};
+
+}  // namespace zygo::supervisor
+
+#endif  // ZYGO_SUPERVISOR_FUNCTION_H_

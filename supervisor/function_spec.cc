@@ -1,0 +1,561 @@
+// Parses function specs with toml++ (TOML_EXCEPTIONS=0, so a syntax error is a value, not a
+// throw) and checks every field, reporting the first problem with its file, line and field.
+#include "supervisor/function_spec.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <toml++/toml.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+#include <string_view>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "core/base/status_macros.h"
+#include "core/units.h"
+#include "images/reference.h"
+#include "net/allowlist.h"
+
+namespace zygo::supervisor {
+namespace {
+
+constexpr int64_t kMaxTimeoutHours = 24;
+constexpr int64_t kMaxColdAfterHours = 7 * 24;  // core::ParseDurationMs's own bound
+constexpr int64_t kMinMemoryBytes = 4LL << 20;  // below this no Python interpreter starts
+constexpr int64_t kMaxPids = 4'194'304;         // the kernel's PID_MAX_LIMIT
+constexpr double kMaxCpus = 1024;
+constexpr int kMaxSpares = 64;
+constexpr absl::string_view kNameRule =
+    "1-63 characters of a-z, 0-9, '_' and '-', starting with a-z or 0-9";
+
+// The keys each table may hold; anything else is an error with a suggestion.
+const std::map<std::string, std::vector<std::string>>& KnownKeys() {
+  static const auto* keys = new std::map<std::string, std::vector<std::string>>{
+      {"",
+       {"name", "image", "runtime", "entry", "code", "pool", "preload", "cold_after", "spares",
+        "limits", "env", "net"}},
+      {"limits", {"memory", "pids", "cpu", "timeout"}},
+      {"net", {"mode", "allow"}},
+  };
+  return *keys;
+}
+
+std::string Quote(absl::string_view text) { return absl::StrCat("\"", absl::CEscape(text), "\""); }
+
+size_t EditDistance(absl::string_view a, absl::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1] ? 1 : 0)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// " (did you mean "limits.memory"?)" for a misspelt key, or a key put in the wrong table.
+std::string Suggestion(absl::string_view table, absl::string_view key) {
+  std::string best;
+  size_t best_distance = key.size() < 5 ? 1 : 2;
+  for (const auto& [other_table, keys] : KnownKeys()) {
+    for (const std::string& known : keys) {
+      size_t distance = EditDistance(key, known);
+      // The same key in another table only counts when spelt exactly.
+      if (other_table != table && distance != 0) continue;
+      if (distance <= best_distance && (best.empty() || distance < best_distance)) {
+        best_distance = distance;
+        if (other_table == table) {
+          best = Quote(known);
+        } else if (other_table.empty()) {
+          best = absl::StrCat(Quote(known), " at the top, before any [table]");
+        } else {
+          best = Quote(absl::StrCat(other_table, ".", known));
+        }
+      }
+    }
+  }
+  return best.empty() ? "" : absl::StrCat(" (did you mean ", best, "?)");
+}
+
+const char* TypeName(const toml::node& node) {
+  static constexpr const char* kNames[] = {"nothing",    "a table",    "an array",  "a string",
+                                           "an integer", "a float",    "a boolean", "a date",
+                                           "a time",     "a date-time"};
+  return kNames[static_cast<int>(node.type())];
+}
+
+bool IsIdentifier(absl::string_view text) {
+  if (text.empty() || absl::ascii_isdigit(text[0])) return false;
+  return std::all_of(text.begin(), text.end(),
+                     [](char c) { return absl::ascii_isalnum(c) || c == '_'; });
+}
+
+bool IsModuleName(absl::string_view text) {
+  for (absl::string_view part : absl::StrSplit(text, '.')) {
+    if (!IsIdentifier(part)) return false;
+  }
+  return true;
+}
+
+// "0", "0s", "0.0m": cold_after's spelling of "never".
+bool IsZeroDuration(absl::string_view text) {
+  size_t i = 0;
+  bool zero_seen = false;
+  while (i < text.size() && (text[i] == '0' || text[i] == '.')) zero_seen |= text[i++] == '0';
+  absl::string_view unit = text.substr(i);
+  return zero_seen && (unit.empty() || unit == "ms" || unit == "s" || unit == "m" || unit == "h");
+}
+
+std::string AbsolutePath(absl::string_view path) {
+  if (absl::StartsWith(path, "/")) return std::string(path);
+  char cwd[PATH_MAX];
+  std::string dir = getcwd(cwd, sizeof(cwd)) != nullptr ? cwd : "/";
+  return path.empty() || path == "." ? dir : absl::StrCat(dir, "/", path);
+}
+
+bool IsDirectory(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// One parse: holds the origin for error messages and fills `spec_` field by field.
+class SpecParser {
+ public:
+  SpecParser(absl::string_view origin, absl::string_view base_dir) {
+    spec_.origin = std::string(origin);
+    spec_.base_dir = AbsolutePath(base_dir);
+  }
+
+  absl::StatusOr<FunctionSpec> Parse(const toml::table& root) {
+    ZYGO_RETURN_IF_ERROR(CheckKeys(root, ""));
+    ZYGO_RETURN_IF_ERROR(ParseIdentity(root));
+    ZYGO_RETURN_IF_ERROR(ParseCode(root.get("code")));
+    ZYGO_RETURN_IF_ERROR(ParseEntry(root));
+    ZYGO_RETURN_IF_ERROR(ParseWarmth(root));
+    const toml::node* limits = root.get("limits");
+    if (limits != nullptr) ZYGO_RETURN_IF_ERROR(ParseLimits(*limits));
+    const toml::node* env = root.get("env");
+    if (env != nullptr) ZYGO_RETURN_IF_ERROR(ParseEnv(*env));
+    const toml::node* net = root.get("net");
+    if (net != nullptr) ZYGO_RETURN_IF_ERROR(ParseNet(*net));
+    return std::move(spec_);
+  }
+
+ private:
+  // "ORIGIN:LINE: FIELD: MESSAGE"; line 0 means the field is missing, so there is no line.
+  absl::Status Error(uint32_t line, absl::string_view field, absl::string_view message) const {
+    std::string where = line == 0 ? spec_.origin : absl::StrCat(spec_.origin, ":", line);
+    return absl::InvalidArgumentError(absl::StrCat(where, ": ", field, ": ", message));
+  }
+  absl::Status Error(const toml::node& node, absl::string_view field,
+                     absl::string_view message) const {
+    return Error(node.source().begin.line, field, message);
+  }
+  absl::Status WrongType(const toml::node& node, absl::string_view field,
+                         absl::string_view wanted) const {
+    return Error(node, field, absl::StrCat("expected ", wanted, ", found ", TypeName(node)));
+  }
+
+  absl::Status CheckKeys(const toml::table& table, const std::string& table_name) const {
+    const std::vector<std::string>& known = KnownKeys().at(table_name);
+    for (auto&& [key, node] : table) {
+      std::string name(key.str());
+      if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+      std::string field = table_name.empty() ? name : absl::StrCat(table_name, ".", name);
+      return Error(key.source().begin.line, field,
+                   absl::StrCat("unknown key", Suggestion(table_name, name)));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status GetString(const toml::node& node, absl::string_view field, std::string* out) const {
+    if (!node.is_string()) return WrongType(node, field, "a string");
+    *out = node.as_string()->get();
+    if (out->find('\0') != std::string::npos) return Error(node, field, "contains a NUL byte");
+    return absl::OkStatus();
+  }
+
+  absl::Status GetStringList(const toml::node& node, absl::string_view field,
+                             std::vector<std::string>* out) const {
+    if (!node.is_array()) return WrongType(node, field, "an array of strings");
+    out->clear();
+    const toml::array& array = *node.as_array();
+    for (size_t i = 0; i < array.size(); ++i) {
+      std::string item;
+      ZYGO_RETURN_IF_ERROR(GetString(array[i], absl::StrCat(field, "[", i, "]"), &item));
+      out->push_back(std::move(item));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status GetInt(const toml::node& node, absl::string_view field, int64_t min, int64_t max,
+                      int64_t* out) const {
+    if (!node.is_integer()) return WrongType(node, field, "an integer");
+    *out = node.as_integer()->get();
+    if (*out < min || *out > max) {
+      return Error(node, field, absl::StrCat(*out, " is out of range (", min, "..", max, ")"));
+    }
+    return absl::OkStatus();
+  }
+
+  // A duration string ("30s"), or an integer number of seconds, at most `max_hours`.
+  // `allow_zero` admits "0".
+  absl::Status GetDuration(const toml::node& node, absl::string_view field, bool allow_zero,
+                           int64_t max_hours, int64_t* out_ms) const {
+    std::string text;
+    if (node.is_integer()) {
+      text = absl::StrCat(node.as_integer()->get());
+    } else if (!node.is_string()) {
+      return WrongType(node, field, "a duration such as \"30s\"");
+    } else {
+      text = node.as_string()->get();
+    }
+    if (allow_zero && IsZeroDuration(text)) {
+      *out_ms = 0;
+      return absl::OkStatus();
+    }
+    absl::StatusOr<int64_t> ms = core::ParseDurationMs(text);
+    if (!ms.ok()) {
+      return Error(node, field,
+                   absl::StrCat(Quote(text),
+                                " is not a duration (use 500ms, 30s, 10m, 1h; at most 7 days)"));
+    }
+    if (*ms > max_hours * 3'600'000) {
+      return Error(node, field,
+                   absl::StrCat(Quote(text), " is more than the maximum, ", max_hours, "h"));
+    }
+    *out_ms = *ms;
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseIdentity(const toml::table& root) {
+    const toml::node* name = root.get("name");
+    if (name == nullptr) return Error(0, "name", "missing; every function needs a name");
+    ZYGO_RETURN_IF_ERROR(GetString(*name, "name", &spec_.name));
+    if (!ValidateFunctionName(spec_.name).ok()) {
+      return Error(*name, "name",
+                   absl::StrCat(Quote(spec_.name), " is not a valid name (", kNameRule, ")"));
+    }
+    if (const toml::node* image = root.get("image")) ZYGO_RETURN_IF_ERROR(ParseImage(*image));
+    if (const toml::node* runtime = root.get("runtime")) {
+      ZYGO_RETURN_IF_ERROR(GetString(*runtime, "runtime", &spec_.runtime));
+      if (spec_.runtime != "python" && spec_.runtime != "exec") {
+        return Error(
+            *runtime, "runtime",
+            absl::StrCat(Quote(spec_.runtime), " is not a runtime (use \"python\" or \"exec\")"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseImage(const toml::node& node) {
+    ZYGO_RETURN_IF_ERROR(GetString(node, "image", &spec_.image));
+    const std::string& image = spec_.image;
+    if (image == "host") return absl::OkStatus();
+    if (absl::StartsWith(image, "dir:")) {
+      std::string dir = image.substr(4);
+      if (!absl::StartsWith(dir, "/")) {
+        return Error(node, "image", absl::StrCat(Quote(image), ": dir: needs an absolute path"));
+      }
+      if (!IsDirectory(dir)) {
+        return Error(node, "image", absl::StrCat(Quote(image), ": ", dir, " is not a directory"));
+      }
+      return absl::OkStatus();
+    }
+    absl::StatusOr<images::Reference> reference = images::ParseReference(image);
+    if (!reference.ok()) {
+      return Error(node, "image",
+                   absl::StrCat(reference.status().message(),
+                                " (use \"host\", \"dir:/abs/path\" or an OCI reference)"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseCode(const toml::node* node) {
+    std::string code = ".";
+    if (node != nullptr) ZYGO_RETURN_IF_ERROR(GetString(*node, "code", &code));
+    uint32_t line = node != nullptr ? node->source().begin.line : 0;
+    if (code.empty()) return Error(line, "code", "is empty (use \".\" for the spec's directory)");
+    std::string joined =
+        absl::StartsWith(code, "/") ? code : absl::StrCat(spec_.base_dir, "/", code);
+    char resolved[PATH_MAX];
+    if (::realpath(joined.c_str(), resolved) == nullptr) {
+      return Error(line, "code", absl::StrCat(Quote(code), ": ", joined, " does not exist"));
+    }
+    if (!IsDirectory(resolved)) {
+      return Error(line, "code", absl::StrCat(Quote(code), ": ", resolved, " is not a directory"));
+    }
+    spec_.code = resolved;
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseEntry(const toml::table& root) {
+    const toml::node* entry = root.get("entry");
+    const toml::node* pool = root.get("pool");
+    const toml::node* preload = root.get("preload");
+    if (pool != nullptr) {
+      if (!pool->is_boolean()) return WrongType(*pool, "pool", "a boolean");
+      spec_.pool = pool->as_boolean()->get();
+    }
+    if (spec_.runtime == "exec") {
+      if (spec_.pool) return Error(*pool, "pool", "only the python runtime has pools");
+      if (preload != nullptr) return Error(*preload, "preload", "only the python runtime preloads");
+      if (entry == nullptr) return Error(0, "entry", "missing; an exec function needs a command");
+      return ParseExecEntry(*entry);
+    }
+    if (preload != nullptr) {
+      ZYGO_RETURN_IF_ERROR(GetStringList(*preload, "preload", &spec_.preload));
+      for (size_t i = 0; i < spec_.preload.size(); ++i) {
+        if (IsModuleName(spec_.preload[i])) continue;
+        return Error(preload->as_array()->at(i), absl::StrCat("preload[", i, "]"),
+                     absl::StrCat(Quote(spec_.preload[i]), " is not a module name"));
+      }
+    }
+    if (spec_.pool) {
+      if (entry == nullptr) return absl::OkStatus();
+      return Error(*entry, "entry",
+                   "a runtime pool (pool = true) takes no entry: scripts arrive with requests");
+    }
+    if (entry == nullptr) {
+      return Error(0, "entry", "missing; use entry = \"FILE.py:FUNCTION\" (or pool = true)");
+    }
+    return ParsePythonEntry(*entry);
+  }
+
+  absl::Status ParsePythonEntry(const toml::node& node) {
+    ZYGO_RETURN_IF_ERROR(GetString(node, "entry", &spec_.entry));
+    const std::string& entry = spec_.entry;
+    size_t colon = entry.rfind(':');
+    std::string file = colon == std::string::npos ? entry : entry.substr(0, colon);
+    std::string function = colon == std::string::npos ? "" : entry.substr(colon + 1);
+    if (!absl::EndsWith(file, ".py") || file.size() == 3 || !IsIdentifier(function)) {
+      return Error(
+          node, "entry",
+          absl::StrCat(Quote(entry), " is not FILE.py:FUNCTION (e.g. \"handler.py:main\")"));
+    }
+    bool escapes = absl::StartsWith(file, "/");
+    for (absl::string_view part : absl::StrSplit(file, '/')) escapes |= part == "..";
+    if (escapes) {
+      return Error(node, "entry",
+                   absl::StrCat(Quote(file), " must be a relative path inside code (", spec_.code,
+                                ") without '..'"));
+    }
+    struct stat st;
+    std::string path = absl::StrCat(spec_.code, "/", file);
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      return Error(node, "entry", absl::StrCat(Quote(file), " is not a file in ", spec_.code));
+    }
+    spec_.handler_file = file;
+    spec_.handler_function = function;
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseExecEntry(const toml::node& node) {
+    if (node.is_string()) {
+      std::string command;
+      ZYGO_RETURN_IF_ERROR(GetString(node, "entry", &command));
+      std::vector<std::string> words =
+          absl::StrSplit(command, absl::ByAnyChar(" \t\r\n"), absl::SkipEmpty());
+      spec_.command = std::move(words);
+    } else if (node.is_array()) {
+      ZYGO_RETURN_IF_ERROR(GetStringList(node, "entry", &spec_.command));
+    } else {
+      return WrongType(node, "entry", "a command string or an array of strings");
+    }
+    if (spec_.command.empty() || spec_.command[0].empty()) {
+      return Error(node, "entry", "the command is empty");
+    }
+    spec_.entry = absl::StrJoin(spec_.command, " ");
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseWarmth(const toml::table& root) {
+    if (const toml::node* cold_after = root.get("cold_after")) {
+      ZYGO_RETURN_IF_ERROR(
+          GetDuration(*cold_after, "cold_after", true, kMaxColdAfterHours, &spec_.cold_after_ms));
+    }
+    if (const toml::node* spares = root.get("spares")) {
+      int64_t value;
+      ZYGO_RETURN_IF_ERROR(GetInt(*spares, "spares", 1, kMaxSpares, &value));
+      spec_.spares = static_cast<int>(value);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseLimits(const toml::node& node) {
+    if (!node.is_table()) return WrongType(node, "limits", "a table ([limits])");
+    const toml::table& limits = *node.as_table();
+    ZYGO_RETURN_IF_ERROR(CheckKeys(limits, "limits"));
+    if (const toml::node* memory = limits.get("memory")) ZYGO_RETURN_IF_ERROR(ParseMemory(*memory));
+    if (const toml::node* pids = limits.get("pids")) {
+      ZYGO_RETURN_IF_ERROR(GetInt(*pids, "limits.pids", 1, kMaxPids, &spec_.pids_limit));
+    }
+    if (const toml::node* cpu = limits.get("cpu")) ZYGO_RETURN_IF_ERROR(ParseCpu(*cpu));
+    if (const toml::node* timeout = limits.get("timeout")) {
+      ZYGO_RETURN_IF_ERROR(
+          GetDuration(*timeout, "limits.timeout", false, kMaxTimeoutHours, &spec_.timeout_ms));
+    }
+    return absl::OkStatus();
+  }
+
+  // Sizes are strings only: a bare `memory = 256` would mean 256 bytes, never what was meant.
+  absl::Status ParseMemory(const toml::node& node) {
+    constexpr absl::string_view kField = "limits.memory";
+    if (!node.is_string()) return WrongType(node, kField, "a size such as \"256M\"");
+    const std::string& text = node.as_string()->get();
+    absl::StatusOr<int64_t> bytes = core::ParseByteSize(text);
+    if (!bytes.ok()) {
+      return Error(node, kField, absl::StrCat(Quote(text), " is not a size (use 256M, 1G, ...)"));
+    }
+    if (*bytes < kMinMemoryBytes) {
+      return Error(node, kField, absl::StrCat(Quote(text), " is less than the minimum, 4M"));
+    }
+    spec_.memory_bytes = *bytes;
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseCpu(const toml::node& node) {
+    constexpr absl::string_view kField = "limits.cpu";
+    if (!node.is_number()) return WrongType(node, kField, "a number such as 0.5");
+    spec_.cpus = node.is_integer() ? static_cast<double>(node.as_integer()->get())
+                                   : node.as_floating_point()->get();
+    if (!(spec_.cpus > 0) || !(spec_.cpus <= kMaxCpus)) {
+      return Error(node, kField,
+                   absl::StrCat(spec_.cpus, " is out of range (above 0, at most ", kMaxCpus, ")"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseEnv(const toml::node& node) {
+    if (!node.is_table()) return WrongType(node, "env", "a table ([env])");
+    for (auto&& [key, value] : *node.as_table()) {
+      std::string name(key.str());
+      std::string field = absl::StrCat("env.", name);
+      if (!IsIdentifier(name)) {
+        return Error(key.source().begin.line, field,
+                     "is not a valid environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
+      }
+      std::string text;
+      ZYGO_RETURN_IF_ERROR(GetString(value, field, &text));
+      spec_.env.emplace_back(std::move(name), std::move(text));
+    }
+    std::sort(spec_.env.begin(), spec_.env.end());
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseNet(const toml::node& node) {
+    if (!node.is_table()) return WrongType(node, "net", "a table ([net])");
+    const toml::table& net = *node.as_table();
+    ZYGO_RETURN_IF_ERROR(CheckKeys(net, "net"));
+    std::string mode = "none";
+    const toml::node* mode_node = net.get("mode");
+    if (mode_node != nullptr) ZYGO_RETURN_IF_ERROR(GetString(*mode_node, "net.mode", &mode));
+    bool known = false;
+    for (core::NetMode m : {core::NetMode::kNone, core::NetMode::kEgress, core::NetMode::kFull,
+                            core::NetMode::kHost}) {
+      if (mode == core::NetModeName(m)) spec_.net = m, known = true;
+    }
+    if (!known) {
+      return Error(*mode_node, "net.mode",
+                   absl::StrCat(Quote(mode), " is not a mode (use none, egress, full or host)"));
+    }
+    const toml::node* allow = net.get("allow");
+    if (allow != nullptr) {
+      ZYGO_RETURN_IF_ERROR(GetStringList(*allow, "net.allow", &spec_.allow));
+      for (size_t i = 0; i < spec_.allow.size(); ++i) {
+        absl::Status entry = net::ParseAllowEntry(spec_.allow[i]).status();
+        if (!entry.ok()) {
+          return Error(allow->as_array()->at(i), absl::StrCat("net.allow[", i, "]"),
+                       entry.message());
+        }
+      }
+    }
+    if (spec_.net != core::NetMode::kEgress && !spec_.allow.empty()) {
+      return Error(*allow, "net.allow",
+                   absl::StrCat("applies only to mode = \"egress\", not ", Quote(mode)));
+    }
+    if (spec_.net == core::NetMode::kEgress && spec_.allow.empty()) {
+      return Error(*mode_node, "net.mode", "\"egress\" needs at least one net.allow entry");
+    }
+    return absl::OkStatus();
+  }
+
+  FunctionSpec spec_;
+};
+
+}  // namespace
+
+absl::Status ValidateFunctionName(absl::string_view name) {
+  auto ok_char = [](char c) { return (c >= 'a' && c <= 'z') || absl::ascii_isdigit(c); };
+  bool valid = !name.empty() && name.size() <= 63 && ok_char(name[0]) &&
+               std::all_of(name.begin(), name.end(),
+                           [&](char c) { return ok_char(c) || c == '_' || c == '-'; });
+  if (valid) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("invalid function name ", Quote(name), ": use ", kNameRule));
+}
+
+absl::StatusOr<FunctionSpec> ParseFunctionSpec(absl::string_view toml_text,
+                                               absl::string_view origin,
+                                               absl::string_view base_dir) {
+  toml::parse_result parsed =
+      toml::parse(std::string_view(toml_text.data(), toml_text.size()), std::string(origin));
+  if (!parsed) {
+    const toml::parse_error& error = parsed.error();
+    return absl::InvalidArgumentError(
+        absl::StrCat(origin, ":", error.source().begin.line,
+                     ": invalid TOML: ", std::string(error.description())));
+  }
+  SpecParser parser(origin, base_dir);
+  ZYGO_ASSIGN_OR_RETURN(FunctionSpec spec, parser.Parse(parsed.table()));
+  spec.source_toml = std::string(toml_text);
+  return spec;
+}
+
+FunctionInfo ToFunctionInfo(const FunctionSpec& spec) {
+  FunctionInfo info;
+  info.name = spec.name;
+  info.image = spec.image;
+  info.runtime = spec.runtime;
+  info.entry = spec.pool ? "" : spec.entry;
+  info.pool = spec.pool;
+  info.state = "cold";
+  info.requests = 0;
+  info.memory_bytes = spec.memory_bytes;
+  info.timeout_ms = spec.timeout_ms;
+  info.cold_after_ms = spec.cold_after_ms;
+  info.spec_path = spec.origin;
+  return info;
+}
+
+core::Spec ToSandboxSpec(const FunctionSpec& spec) {
+  core::Spec sandbox;
+  sandbox.image = spec.image;
+  sandbox.image_name = spec.image;
+  if (spec.runtime == "exec") sandbox.argv = spec.command;
+  for (const auto& [key, value] : spec.env) sandbox.env.push_back(absl::StrCat(key, "=", value));
+  sandbox.workdir = "/code";
+  sandbox.volumes.push_back(core::VolumeSpec{spec.code, "/code", /*read_only=*/true});
+  sandbox.hostname = "zygo";
+  sandbox.memory_bytes = spec.memory_bytes;
+  sandbox.pids_limit = spec.pids_limit;
+  sandbox.cpus = spec.cpus;
+  sandbox.timeout_ms = 0;
+  sandbox.net = spec.net;
+  sandbox.allow = spec.allow;
+  return sandbox;
+}
+
+}  // namespace zygo::supervisor

@@ -1,0 +1,75 @@
+// A function spec: the TOML file `zygo up` registers (docs/function-spec.md), parsed and
+// checked into a plain struct, and turned into what `zygo ls` shows and what the sandbox runs.
+#ifndef ZYGO_SUPERVISOR_FUNCTION_SPEC_H_
+#define ZYGO_SUPERVISOR_FUNCTION_SPEC_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/spec.h"
+#include "supervisor/service.h"
+
+namespace zygo::supervisor {
+
+// Every field after parsing: defaults filled in, sizes in bytes, durations in milliseconds.
+struct FunctionSpec {
+  std::string name;
+  std::string image = "host";      // "host", "dir:/abs/path" or an OCI reference as written
+  std::string runtime = "python";  // "python" or "exec"
+  // python: "FILE.py:FUNCTION" as written ("" for a pool); exec: the command as written,
+  // an array joined with single spaces.
+  std::string entry;
+  std::string handler_file;          // python: FILE.py, relative to `code`
+  std::string handler_function;      // python: FUNCTION
+  std::vector<std::string> command;  // exec: argv
+  std::string code;                  // absolute, symlinks resolved; mounted read-only at /code
+  bool pool = false;
+  std::vector<std::string> preload;     // python: modules the zygote imports before forking
+  int64_t cold_after_ms = 10 * 60'000;  // 0 = never dropped
+  int spares = 2;
+
+  int64_t memory_bytes = 256LL << 20;
+  int64_t pids_limit = 64;
+  double cpus = 1.0;
+  int64_t timeout_ms = 30'000;
+
+  std::vector<std::pair<std::string, std::string>> env;  // sorted by key
+  core::NetMode net = core::NetMode::kNone;
+  std::vector<std::string> allow;  // "HOST:PORT", only with kEgress
+
+  std::string source_toml;  // the text it was parsed from, kept to re-register after restart
+  std::string origin;       // the file name errors use
+  std::string base_dir;     // what relative paths were resolved against
+};
+
+// Parses and checks a spec. `origin` names the text in errors; `base_dir` resolves a
+// relative `code` (it must exist, so this reads the filesystem). Errors are InvalidArgument
+// and read "ORIGIN:LINE: FIELD: what is wrong", e.g.
+//   hello.toml:4: limits.memory: "12Q" is not a size (use 256M, 1G, ...)
+// A missing required field has no line: "hello.toml: name: ...".
+absl::StatusOr<FunctionSpec> ParseFunctionSpec(absl::string_view toml_text,
+                                               absl::string_view origin,
+                                               absl::string_view base_dir);
+
+// Checks a function name: [a-z0-9][a-z0-9_-]{0,62}. Names become file names in the state
+// dir, so anything that reaches the disk goes through this.
+absl::Status ValidateFunctionName(absl::string_view name);
+
+// The static part of what `zygo ls` shows: state "cold", no requests yet.
+FunctionInfo ToFunctionInfo(const FunctionSpec& spec);
+
+// The sandbox every process of the function runs in. timeout_ms is 0: the caller sets it
+// (a zygote lives longer than one request). An OCI `image` is left as written (also in
+// image_name) for the caller to resolve to dir:<root>; allow_host_net stays false, so
+// net = "host" needs the supervisor's own policy to permit it. argv is the exec command,
+// empty for python (the caller starts its agent).
+core::Spec ToSandboxSpec(const FunctionSpec& spec);
+
+}  // namespace zygo::supervisor
+
+#endif  // ZYGO_SUPERVISOR_FUNCTION_SPEC_H_

@@ -1,0 +1,748 @@
+// HttpServer over real unix sockets: a FakeService answers from its own thread, and a
+// tiny POSIX-socket client checks what goes over the wire.
+#include "supervisor/http_server.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <future>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "core/base/unique_fd.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace zygo::supervisor {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+// Replies to Exec from one worker thread, by function name:
+//   "echo"      after 20 ms: ok, result = the event, stdout = stdin
+//   "status-N"  after 5 ms: a failed reply with absl code N
+//   "slow"      only when cancelled (or after 30 s)
+//   "deaf"      after 300 ms, whether cancelled or not
+//   "gate"      once `gate_target` gate requests are waiting, all at once (event echoed)
+class FakeService : public Service {
+ public:
+  FakeService() : worker_([this] { Work(); }) {}
+  ~FakeService() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    worker_.join();
+  }
+
+  absl::StatusOr<FunctionInfo> Up(const std::string& spec, const std::string& origin,
+                                  const std::string& base_dir) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    up_calls.push_back({spec, origin, base_dir});
+    if (spec == "fail") return absl::InvalidArgumentError("request:1: fail");
+    FunctionInfo info;
+    info.name = "hello";
+    info.spec_path = origin;
+    return info;
+  }
+  absl::Status Down(const std::string& name) override {
+    if (name == "missing") return absl::NotFoundError("no function named missing");
+    return absl::OkStatus();
+  }
+  std::vector<FunctionInfo> List() override {
+    FunctionInfo info;
+    info.name = "listed";
+    info.state = "warm";
+    return {info};
+  }
+  absl::StatusOr<std::string> PutScript(const std::string& source) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    script_sizes.push_back(source.size());
+    return "sha256:" + std::string(64, 'a');
+  }
+
+  std::shared_ptr<RequestHandle> Exec(ExecRequest request, ExecCallback done) override;
+
+  // Waits (up to 10 s) for `pred` over the service's state.
+  bool WaitFor(const std::function<bool()>& pred) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(10), pred);
+  }
+  void SetGateTarget(int n) {
+    std::lock_guard<std::mutex> lock(mu_);
+    gate_target = n;
+  }
+  std::vector<ExecRequest> Requests() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return requests_;
+  }
+
+  struct UpCall {
+    std::string spec, origin, base_dir;
+  };
+  std::vector<UpCall> up_calls;      // guarded by mu_
+  std::vector<size_t> script_sizes;  // guarded by mu_
+  std::vector<uint64_t> cancelled;   // guarded by mu_
+  int execs = 0;                     // Exec calls; guarded by mu_
+  int delivered = 0;                 // callbacks run; guarded by mu_
+  int gate_target = 0;               // guarded by mu_
+
+ private:
+  struct Pending {
+    Clock::time_point due;
+    ExecReply reply;
+    ExecCallback done;
+    std::string function;
+  };
+  class Handle : public RequestHandle {
+   public:
+    Handle(FakeService* service, uint64_t id) : service_(service), id_(id) {}
+    void Cancel() override { service_->Cancel(id_); }
+
+   private:
+    FakeService* service_;
+    uint64_t id_;
+  };
+
+  void Cancel(uint64_t id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancelled.push_back(id);
+    auto it = pending_.find(id);
+    if (it != pending_.end() && it->second.function == "slow") {
+      it->second.due = Clock::now();
+      it->second.reply = ExecReply();
+      it->second.reply.status = absl::CancelledError("the caller went away");
+    }
+    cv_.notify_all();
+  }
+
+  void Work();
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  uint64_t next_id_ = 0;
+  std::map<uint64_t, Pending> pending_;
+  std::vector<ExecRequest> requests_;
+  std::thread worker_;
+};
+
+std::shared_ptr<RequestHandle> FakeService::Exec(ExecRequest request, ExecCallback done) {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t id = ++next_id_;
+  Pending pending{Clock::now(), ExecReply(), std::move(done), request.function};
+  ExecReply& reply = pending.reply;
+  const std::string& fn = request.function;
+  int code = 0;
+  if (fn == "echo" || fn == "deaf" || fn == "gate") {
+    reply.ok = true;
+    reply.result_json = request.event_json;
+    reply.stdout_data = request.stdin_data;
+    reply.stderr_data = "log line\n";
+    reply.stderr_truncated = true;
+    reply.outcome = {"ok", 0, 0, false, false, 4096, 12.5};
+    reply.timings = {0, 0, 700, 30, 800};
+    pending.due += milliseconds(fn == "deaf" ? 300 : 20);
+    if (fn == "gate") pending.due = Clock::time_point::max();
+  } else if (absl::SimpleAtoi(absl::StripPrefix(fn, "status-"), &code)) {
+    reply.status = absl::Status(static_cast<absl::StatusCode>(code), "fake failure");
+    pending.due += milliseconds(5);
+  } else if (fn == "slow") {
+    pending.due += std::chrono::seconds(30);
+  } else {
+    reply.status = absl::NotFoundError("no function " + fn);
+  }
+  pending_.emplace(id, std::move(pending));
+  requests_.push_back(std::move(request));
+  ++execs;
+  int gated = 0;
+  for (auto& [pid, p] : pending_) gated += p.function == "gate";
+  if (gate_target > 0 && gated >= gate_target) {
+    for (auto& [pid, p] : pending_) {
+      if (p.function == "gate") p.due = Clock::now();
+    }
+  }
+  cv_.notify_all();
+  return std::make_shared<Handle>(this, id);
+}
+
+void FakeService::Work() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    std::vector<Pending> due;
+    Clock::time_point next = Clock::time_point::max();
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      if (it->second.due <= Clock::now() || stopping_) {
+        due.push_back(std::move(it->second));
+        it = pending_.erase(it);
+      } else {
+        next = std::min(next, it->second.due);
+        ++it;
+      }
+    }
+    if (!due.empty()) {
+      lock.unlock();
+      for (Pending& p : due) {
+        if (stopping_) p.reply.status = absl::CancelledError("shutting down");
+        p.done(std::move(p.reply));
+      }
+      lock.lock();
+      delivered += due.size();
+      cv_.notify_all();
+      continue;
+    }
+    if (stopping_) return;
+    if (next == Clock::time_point::max()) {
+      cv_.wait(lock);
+    } else {
+      cv_.wait_until(lock, next);
+    }
+  }
+}
+
+// The test client: blocking POSIX sockets with a receive timeout, so a server bug fails
+// the test instead of hanging it.
+base::UniqueFd Dial(const std::string& path) {
+  base::UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_un addr = {};
+  addr.sun_family = AF_UNIX;
+  path.copy(addr.sun_path, sizeof(addr.sun_path) - 1);
+  if (connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ADD_FAILURE() << "connect(" << path << "): " << strerror(errno);
+    return base::UniqueFd();
+  }
+  timeval timeout = {10, 0};
+  setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  return fd;
+}
+
+bool SendAll(int fd, absl::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    data.remove_prefix(n);
+  }
+  return true;
+}
+
+struct Response {
+  int status = 0;
+  std::map<std::string, std::string> headers;  // lower-case names
+  std::string body;
+  json Json() const { return json::parse(body); }
+};
+
+// Reads one response from `fd`; `buffer` keeps bytes that belong to the next one.
+std::optional<Response> ReadResponse(int fd, std::string& buffer) {
+  auto fill = [&]() {
+    char chunk[65536];
+    ssize_t n = recv(fd, chunk, sizeof(chunk), 0);
+    if (n <= 0) return false;
+    buffer.append(chunk, n);
+    return true;
+  };
+  size_t end;
+  while ((end = buffer.find("\r\n\r\n")) == std::string::npos) {
+    if (!fill()) return std::nullopt;
+  }
+  std::vector<std::string> lines = absl::StrSplit(buffer.substr(0, end), "\r\n");
+  Response response;
+  std::vector<std::string> status_line = absl::StrSplit(lines[0], absl::MaxSplits(' ', 2));
+  if (status_line.size() < 2 || !absl::SimpleAtoi(status_line[1], &response.status)) {
+    return std::nullopt;
+  }
+  for (size_t i = 1; i < lines.size(); ++i) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(lines[i], absl::MaxSplits(": ", 1));
+    response.headers[absl::AsciiStrToLower(kv.first)] = kv.second;
+  }
+  size_t length = 0;
+  if (response.status != 100 && !absl::SimpleAtoi(response.headers["content-length"], &length)) {
+    return std::nullopt;
+  }
+  buffer.erase(0, end + 4);
+  while (buffer.size() < length) {
+    if (!fill()) return std::nullopt;
+  }
+  response.body = buffer.substr(0, length);
+  buffer.erase(0, length);
+  return response;
+}
+
+// True when the server closes the connection (EOF or reset) with nothing more to read.
+bool ReadsEof(int fd) {
+  char c;
+  ssize_t n = recv(fd, &c, 1, 0);
+  return n == 0 || (n < 0 && errno == ECONNRESET);
+}
+
+std::string RequestText(const std::string& method, const std::string& target,
+                        const std::string& body = "", const std::string& headers = "") {
+  return absl::StrCat(method, " ", target, " HTTP/1.1\r\nHost: zygo\r\n", headers,
+                      "Content-Length: ", body.size(), "\r\n\r\n", body);
+}
+
+std::optional<Response> Call(const std::string& path, const std::string& method,
+                             const std::string& target, const std::string& body = "") {
+  base::UniqueFd fd = Dial(path);
+  if (!fd.valid() || !SendAll(fd.get(), RequestText(method, target, body))) return std::nullopt;
+  std::string buffer;
+  return ReadResponse(fd.get(), buffer);
+}
+
+// A directory for sockets: under TEST_TMPDIR when a socket path there fits in sun_path
+// (108 bytes), else under /tmp, since Bazel's TEST_TMPDIR is usually too deep.
+std::string MakeSocketDir() {
+  const char* tmp = getenv("TEST_TMPDIR");
+  std::string base = tmp != nullptr && strlen(tmp) < 60 ? tmp : "/tmp";
+  std::string pattern = base + "/zygo-http-XXXXXX";
+  if (mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp: " << strerror(errno);
+  return pattern;
+}
+
+class HttpServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = MakeSocketDir();
+    path_ = dir_ + "/api.sock";
+    absl::StatusOr<std::unique_ptr<HttpServer>> server = HttpServer::Listen(path_, &service_);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    run_ = std::async(std::launch::async, [this] { server_->Run(); });
+  }
+  void TearDown() override {
+    if (server_ != nullptr) {
+      server_->Stop();
+      EXPECT_EQ(run_.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+      server_.reset();
+    }
+    std::filesystem::remove_all(dir_);
+  }
+
+  Response MustCall(const std::string& method, const std::string& target,
+                    const std::string& body = "") {
+    std::optional<Response> response = Call(path_, method, target, body);
+    EXPECT_TRUE(response.has_value()) << method << " " << target;
+    return response.value_or(Response());
+  }
+
+  FakeService service_;  // outlives the server: declared first
+  std::string dir_;
+  std::string path_;
+  std::unique_ptr<HttpServer> server_;
+  std::future<void> run_;
+};
+
+TEST_F(HttpServerTest, Health) {
+  Response response = MustCall("GET", "/v1/health");
+  EXPECT_EQ(response.status, 200);
+  EXPECT_EQ(response.headers["content-type"], "application/json");
+  EXPECT_EQ(response.headers["content-length"], std::to_string(response.body.size()));
+  EXPECT_EQ(response.Json(), json({{"ok", true}}));
+}
+
+TEST_F(HttpServerTest, ListFunctions) {
+  Response response = MustCall("GET", "/v1/functions");
+  EXPECT_EQ(response.status, 200);
+  EXPECT_EQ(response.Json()["functions"][0]["name"], "listed");
+  EXPECT_EQ(response.Json()["functions"][0]["state"], "warm");
+}
+
+TEST_F(HttpServerTest, UpReachesTheServiceWithTheTomlBody) {
+  const std::string toml =
+      "name = \"hello\"\nentry = \"app.py:main\"\n\n[limits]\nmemory = \"64M\"\n";
+  Response response =
+      MustCall("POST", "/v1/functions?origin=hello%20world.toml&base_dir=%2Fsrv%2Fapp", toml);
+  EXPECT_EQ(response.status, 201);
+  EXPECT_EQ(response.Json()["name"], "hello");
+  EXPECT_EQ(response.Json()["spec_path"], "hello world.toml");
+  ASSERT_TRUE(service_.WaitFor([&] { return service_.up_calls.size() == 1; }));
+  EXPECT_EQ(service_.up_calls[0].spec, toml);
+  EXPECT_EQ(service_.up_calls[0].origin, "hello world.toml");
+  EXPECT_EQ(service_.up_calls[0].base_dir, "/srv/app");
+
+  Response failed = MustCall("POST", "/v1/functions", "fail");
+  EXPECT_EQ(failed.status, 400);
+  EXPECT_EQ(failed.Json()["error"]["code"], "invalid_argument");
+}
+
+TEST_F(HttpServerTest, DownAndPutScript) {
+  EXPECT_EQ(MustCall("DELETE", "/v1/functions/hello").Json(), json({{"ok", true}}));
+  EXPECT_EQ(MustCall("DELETE", "/v1/functions/missing").status, 404);
+  Response put = MustCall("PUT", "/v1/scripts", "def main(e): return e\n");
+  EXPECT_EQ(put.status, 201);
+  EXPECT_EQ(put.Json()["digest"], "sha256:" + std::string(64, 'a'));
+}
+
+TEST_F(HttpServerTest, ExecRoundTrip) {
+  const std::string event = R"({"x":[1,2,"three"]})";
+  Response response = MustCall("POST", "/v1/functions/echo/exec?script=sha256%3Abeef", event);
+  ASSERT_EQ(response.status, 200) << response.body;
+  json body = response.Json();
+  EXPECT_EQ(body["ok"], true);
+  EXPECT_EQ(body["result"], json::parse(event));
+  EXPECT_TRUE(body["error"].is_null());
+  EXPECT_EQ(body["stdout"], event);
+  EXPECT_EQ(body["stderr"], "log line\n");
+  EXPECT_EQ(body["stdout_truncated"], false);
+  EXPECT_EQ(body["stderr_truncated"], true);
+  EXPECT_EQ(body["outcome"], json::parse(R"({"status":"ok","exit_code":0,"signal":0,
+      "timed_out":false,"oom_killed":false,"peak_rss_kb":4096,"wall_ms":12.5})"));
+  EXPECT_EQ(body["timings_us"],
+            json::parse(R"({"fork":0,"admit":0,"run":700,"reply":30,"total":800})"));
+  EXPECT_EQ(body.size(), 9u);
+  std::vector<ExecRequest> requests = service_.Requests();
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0].function, "echo");
+  EXPECT_EQ(requests[0].script_digest, "sha256:beef");
+  EXPECT_EQ(requests[0].event_json, event);
+  EXPECT_EQ(requests[0].stdin_data, event);
+}
+
+TEST_F(HttpServerTest, ExecStatusMapsToHttp) {
+  const std::map<absl::StatusCode, int> expected = {
+      {absl::StatusCode::kInvalidArgument, 400},   {absl::StatusCode::kNotFound, 404},
+      {absl::StatusCode::kAlreadyExists, 409},     {absl::StatusCode::kFailedPrecondition, 412},
+      {absl::StatusCode::kResourceExhausted, 429}, {absl::StatusCode::kCancelled, 499},
+      {absl::StatusCode::kUnimplemented, 501},     {absl::StatusCode::kUnavailable, 503},
+      {absl::StatusCode::kDeadlineExceeded, 504},  {absl::StatusCode::kInternal, 500},
+      {absl::StatusCode::kUnknown, 500},           {absl::StatusCode::kDataLoss, 500}};
+  for (const auto& [code, http] : expected) {
+    Response response =
+        MustCall("POST", absl::StrCat("/v1/functions/status-", static_cast<int>(code), "/exec"));
+    EXPECT_EQ(response.status, http) << absl::StatusCodeToString(code);
+    EXPECT_EQ(response.Json()["error"]["code"],
+              absl::AsciiStrToLower(absl::StatusCodeToString(code)));
+    EXPECT_EQ(response.Json()["error"]["message"], "fake failure");
+  }
+}
+
+TEST_F(HttpServerTest, UnknownRouteAndWrongMethod) {
+  EXPECT_EQ(MustCall("GET", "/v2/health").status, 404);
+  EXPECT_EQ(MustCall("GET", "/v1/functions/a/b/c").Json()["error"]["code"], "not_found");
+  Response response = MustCall("DELETE", "/v1/health");
+  EXPECT_EQ(response.status, 405);
+  EXPECT_EQ(response.headers["allow"], "GET");
+}
+
+TEST_F(HttpServerTest, MalformedHttpIs400ThenClose) {
+  for (const std::string& junk :
+       {std::string("GARBAGE\r\n\r\n"), std::string("GET /v1/health HTTP/9\r\n\r\n"),
+        std::string("GET /v1/health HTTP/1.1\r\nContent-Length: zz\r\n\r\n"),
+        std::string("GET /v1/health HTTP/1.1\r\nBad Header\r\n\r\n")}) {
+    base::UniqueFd fd = Dial(path_);
+    ASSERT_TRUE(SendAll(fd.get(), junk));
+    std::string buffer;
+    std::optional<Response> response = ReadResponse(fd.get(), buffer);
+    ASSERT_TRUE(response.has_value()) << absl::CEscape(junk);
+    EXPECT_EQ(response->status, 400);
+    EXPECT_EQ(response->headers["connection"], "close");
+    EXPECT_EQ(response->Json()["error"]["code"], "invalid_argument");
+    EXPECT_TRUE(ReadsEof(fd.get()));
+  }
+  EXPECT_EQ(MustCall("GET", "/v1/health").status, 200);
+}
+
+TEST_F(HttpServerTest, RandomBytesNeverCrashTheServer) {
+  std::mt19937 rng(42);
+  for (int i = 0; i < 200; ++i) {
+    std::string junk(rng() % 300, '\0');
+    for (char& c : junk) c = static_cast<char>(rng());
+    if (i % 2 == 0) junk = "POST /v1/functions/echo/exec HTTP/1.1\r\n" + junk;
+    base::UniqueFd fd = Dial(path_);
+    SendAll(fd.get(), junk);
+    shutdown(fd.get(), SHUT_WR);
+    std::string buffer;
+    ReadResponse(fd.get(), buffer);  // any answer, or none, is fine
+  }
+  EXPECT_EQ(MustCall("GET", "/v1/health").status, 200);
+}
+
+TEST_F(HttpServerTest, DeclaredBodyOverLimitIs413) {
+  base::UniqueFd fd = Dial(path_);
+  ASSERT_TRUE(SendAll(fd.get(), "PUT /v1/scripts HTTP/1.1\r\nContent-Length: 16777217\r\n\r\n"));
+  std::string buffer;
+  std::optional<Response> response = ReadResponse(fd.get(), buffer);
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ(response->status, 413);
+  EXPECT_EQ(response->Json()["error"]["code"], "payload_too_large");
+  EXPECT_TRUE(ReadsEof(fd.get()));
+}
+
+TEST_F(HttpServerTest, ChunkedBodyOverLimitIs413) {
+  base::UniqueFd fd = Dial(path_);
+  // The server stops reading once it answers, so the sender runs on its own thread and
+  // ends with EPIPE.
+  std::thread sender([&] {
+    SendAll(fd.get(), "PUT /v1/scripts HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n");
+    std::string chunk = absl::StrCat("100000\r\n", std::string(1 << 20, 'x'), "\r\n");
+    for (int i = 0; i < 17 && SendAll(fd.get(), chunk); ++i) {
+    }
+  });
+  std::string buffer;
+  std::optional<Response> response = ReadResponse(fd.get(), buffer);
+  shutdown(fd.get(), SHUT_RDWR);
+  sender.join();
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ(response->status, 413);
+}
+
+TEST_F(HttpServerTest, BodyAtTheLimitIsAccepted) {
+  Response response = MustCall("PUT", "/v1/scripts", std::string(16 << 20, 's'));
+  EXPECT_EQ(response.status, 201);
+  ASSERT_TRUE(service_.WaitFor([&] { return !service_.script_sizes.empty(); }));
+  EXPECT_EQ(service_.script_sizes[0], size_t{16} << 20);
+}
+
+TEST_F(HttpServerTest, ExpectContinue) {
+  base::UniqueFd fd = Dial(path_);
+  ASSERT_TRUE(SendAll(
+      fd.get(), "PUT /v1/scripts HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n"));
+  std::string buffer;
+  std::optional<Response> interim = ReadResponse(fd.get(), buffer);
+  ASSERT_TRUE(interim.has_value());
+  EXPECT_EQ(interim->status, 100);
+  ASSERT_TRUE(SendAll(fd.get(), "hello"));
+  std::optional<Response> response = ReadResponse(fd.get(), buffer);
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ(response->status, 201);
+}
+
+TEST_F(HttpServerTest, KeepAliveAndPipelining) {
+  base::UniqueFd fd = Dial(path_);
+  std::string buffer;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(SendAll(fd.get(), RequestText("GET", "/v1/health")));
+    std::optional<Response> response = ReadResponse(fd.get(), buffer);
+    ASSERT_TRUE(response.has_value());
+    EXPECT_EQ(response->status, 200);
+  }
+  // Pipelined: the exec's answer must come first, although health could answer at once.
+  ASSERT_TRUE(SendAll(fd.get(), RequestText("POST", "/v1/functions/echo/exec", "1") +
+                                    RequestText("GET", "/v1/nope") +
+                                    RequestText("POST", "/v1/functions/echo/exec", "2")));
+  std::optional<Response> first = ReadResponse(fd.get(), buffer);
+  std::optional<Response> second = ReadResponse(fd.get(), buffer);
+  std::optional<Response> third = ReadResponse(fd.get(), buffer);
+  ASSERT_TRUE(first && second && third);
+  EXPECT_EQ(first->Json()["result"], 1);
+  EXPECT_EQ(second->status, 404);
+  EXPECT_EQ(third->Json()["result"], 2);
+}
+
+TEST_F(HttpServerTest, ManyPipelinedRequestsAllAnsweredInOrder) {
+  // Megabytes each way: the server must pause reading and answering as its buffers fill
+  // (the client reads only after a while), and still answer every request in order.
+  constexpr int kRequests = 40000;
+  base::UniqueFd fd = Dial(path_);
+  std::thread sender([&] {
+    std::string batch;
+    for (int i = 0; i < kRequests; ++i) {
+      batch += RequestText("GET", i % 2 ? "/v1/health" : absl::StrCat("/v1/nope/", i));
+    }
+    SendAll(fd.get(), batch);
+  });
+  std::this_thread::sleep_for(milliseconds(200));
+  std::string buffer;
+  int answered = 0;
+  for (; answered < kRequests; ++answered) {
+    std::optional<Response> response = ReadResponse(fd.get(), buffer);
+    if (!response.has_value()) break;
+    if (answered % 2) {
+      ASSERT_EQ(response->body, R"({"ok":true})");
+    } else {
+      ASSERT_EQ(response->Json()["error"]["message"],
+                absl::StrCat("no route for GET /v1/nope/", answered));
+    }
+  }
+  sender.join();
+  EXPECT_EQ(answered, kRequests);
+}
+
+TEST_F(HttpServerTest, HalfCloseAfterRequestStillGetsTheAnswer) {
+  base::UniqueFd fd = Dial(path_);
+  ASSERT_TRUE(SendAll(fd.get(), RequestText("GET", "/v1/health")));
+  shutdown(fd.get(), SHUT_WR);
+  std::string buffer;
+  std::optional<Response> response = ReadResponse(fd.get(), buffer);
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ(response->status, 200);
+  EXPECT_TRUE(ReadsEof(fd.get()));
+}
+
+TEST_F(HttpServerTest, Http10ClosesUnlessKeepAlive) {
+  base::UniqueFd fd = Dial(path_);
+  ASSERT_TRUE(SendAll(fd.get(), "GET /v1/health HTTP/1.0\r\n\r\n"));
+  std::string buffer;
+  std::optional<Response> response = ReadResponse(fd.get(), buffer);
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ(response->status, 200);
+  EXPECT_TRUE(ReadsEof(fd.get()));
+
+  fd = Dial(path_);
+  buffer.clear();
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(SendAll(fd.get(), "GET /v1/health HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"));
+    response = ReadResponse(fd.get(), buffer);
+    ASSERT_TRUE(response.has_value());
+    EXPECT_EQ(response->headers["connection"], "keep-alive");
+  }
+}
+
+TEST_F(HttpServerTest, HangupMidExecCancelsTheRequest) {
+  base::UniqueFd fd = Dial(path_);
+  ASSERT_TRUE(SendAll(fd.get(), RequestText("POST", "/v1/functions/slow/exec", "{}")));
+  ASSERT_TRUE(service_.WaitFor([&] { return service_.execs == 1; }))
+      << "the exec never reached the service";
+  fd.Reset();
+  ASSERT_TRUE(service_.WaitFor([&] { return service_.cancelled.size() == 1; }))
+      << "the hang-up did not cancel the request";
+  // The Cancelled reply that follows goes to a closed connection and is dropped.
+  ASSERT_TRUE(service_.WaitFor([&] { return service_.delivered == 1; }));
+  EXPECT_EQ(MustCall("GET", "/v1/health").status, 200);
+}
+
+TEST_F(HttpServerTest, ReplyAfterHangupIsDroppedSafely) {
+  for (int i = 0; i < 20; ++i) {
+    base::UniqueFd fd = Dial(path_);
+    ASSERT_TRUE(SendAll(fd.get(), RequestText("POST", "/v1/functions/deaf/exec", "{}")));
+  }  // every client hangs up at once; the service replies 300 ms later anyway
+  ASSERT_TRUE(service_.WaitFor([&] { return service_.delivered == 20; }));
+  EXPECT_EQ(MustCall("POST", "/v1/functions/echo/exec", "7").Json()["result"], 7);
+}
+
+TEST_F(HttpServerTest, ThousandConcurrentExecs) {
+  constexpr int kClients = 1000;
+  service_.SetGateTarget(kClients);
+  std::vector<base::UniqueFd> fds;
+  for (int i = 0; i < kClients; ++i) {
+    fds.push_back(Dial(path_));
+    ASSERT_TRUE(fds.back().valid());
+    ASSERT_TRUE(SendAll(fds.back().get(),
+                        RequestText("POST", "/v1/functions/gate/exec", std::to_string(i))));
+  }
+  // No gate request is answered until all 1000 are in flight at once.
+  for (int i = 0; i < kClients; ++i) {
+    std::string buffer;
+    std::optional<Response> response = ReadResponse(fds[i].get(), buffer);
+    ASSERT_TRUE(response.has_value()) << "client " << i;
+    ASSERT_EQ(response->status, 200) << response->body;
+    ASSERT_EQ(response->Json()["result"], i);
+  }
+}
+
+TEST_F(HttpServerTest, StopClosesConnectionsCancelsExecsAndReturnsRun) {
+  base::UniqueFd idle = Dial(path_);
+  base::UniqueFd busy = Dial(path_);
+  ASSERT_TRUE(SendAll(busy.get(), RequestText("POST", "/v1/functions/slow/exec")));
+  ASSERT_TRUE(service_.WaitFor([&] { return service_.execs == 1; }));
+  server_->Stop();
+  server_->Stop();  // idempotent
+  ASSERT_EQ(run_.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_TRUE(service_.WaitFor([&] { return service_.cancelled.size() == 1; }));
+  EXPECT_TRUE(ReadsEof(idle.get()));
+  EXPECT_TRUE(ReadsEof(busy.get()));
+  server_->Stop();  // after Run returned: still harmless
+  server_.reset();
+  EXPECT_FALSE(std::filesystem::exists(path_)) << "the destructor unlinks the socket";
+}
+
+TEST_F(HttpServerTest, LiveSocketIsRefused) {
+  FakeService other;
+  absl::StatusOr<std::unique_ptr<HttpServer>> second = HttpServer::Listen(path_, &other);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kAlreadyExists) << second.status();
+  EXPECT_NE(second.status().message().find("already listening"), absl::string_view::npos);
+  EXPECT_EQ(MustCall("GET", "/v1/health").status, 200);
+}
+
+class HttpServerSocketTest : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = MakeSocketDir(); }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  FakeService service_;
+  std::string dir_;
+};
+
+TEST_F(HttpServerSocketTest, StaleSocketIsReplaced) {
+  const std::string path = dir_ + "/api.sock";
+  {
+    // A socket file nobody listens on, as a crashed server leaves behind.
+    base::UniqueFd fd(socket(AF_UNIX, SOCK_STREAM, 0));
+    sockaddr_un addr = {};
+    addr.sun_family = AF_UNIX;
+    path.copy(addr.sun_path, sizeof(addr.sun_path) - 1);
+    ASSERT_EQ(bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  }
+  ASSERT_TRUE(std::filesystem::is_socket(path));
+  absl::StatusOr<std::unique_ptr<HttpServer>> server = HttpServer::Listen(path, &service_);
+  ASSERT_TRUE(server.ok()) << server.status();
+  std::future<void> run = std::async(std::launch::async, [&] { (*server)->Run(); });
+  std::optional<Response> response = Call(path, "GET", "/v1/health");
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ(response->status, 200);
+  (*server)->Stop();
+  EXPECT_EQ(run.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+}
+
+TEST_F(HttpServerSocketTest, NonSocketFileIsLeftAlone) {
+  const std::string path = dir_ + "/api.sock";
+  { std::ofstream(path) << "precious"; }
+  absl::StatusOr<std::unique_ptr<HttpServer>> server = HttpServer::Listen(path, &service_);
+  ASSERT_FALSE(server.ok());
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kFailedPrecondition) << server.status();
+  EXPECT_TRUE(std::filesystem::is_regular_file(path));
+}
+
+TEST_F(HttpServerSocketTest, CreatesPrivateParentAndSocket) {
+  const std::string path = dir_ + "/a/b/api.sock";
+  absl::StatusOr<std::unique_ptr<HttpServer>> server = HttpServer::Listen(path, &service_);
+  ASSERT_TRUE(server.ok()) << server.status();
+  struct stat st;
+  ASSERT_EQ(stat((dir_ + "/a/b").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+  ASSERT_EQ(stat((dir_ + "/a").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  // Clients queue in the backlog before Run(), and Stop() before Run() makes it return.
+  base::UniqueFd early = Dial(path);
+  ASSERT_TRUE(SendAll(early.get(), RequestText("GET", "/v1/health")));
+  (*server)->Stop();
+  (*server)->Run();
+  server->reset();
+  EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+TEST_F(HttpServerSocketTest, OverlongPathIsRejected) {
+  absl::StatusOr<std::unique_ptr<HttpServer>> server =
+      HttpServer::Listen(dir_ + "/" + std::string(120, 'x'), &service_);
+  ASSERT_FALSE(server.ok());
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace zygo::supervisor

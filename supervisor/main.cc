@@ -1,0 +1,222 @@
+// `zygo serve` / `bazel run //supervisor`: the daemon that keeps functions warm and serves
+// them over HTTP/JSON and gRPC on unix sockets. With nothing registered it serves a demo
+// Python function on the host image and prints how to call it.
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "cli/helper_binary.h"
+#include "core/base/sys/fs.h"
+#include "core/cgroup.h"
+#include "supervisor/grpc_server.h"
+#include "supervisor/http_server.h"
+#include "supervisor/socket_path.h"
+#include "supervisor/state_store.h"
+#include "supervisor/supervisor_service.h"
+
+namespace zygo::supervisor {
+namespace {
+
+constexpr char kUsage[] =
+    "Usage: zygo serve [OPTIONS]\n"
+    "\n"
+    "Runs the supervisor: keeps registered functions warm and serves them over HTTP/JSON\n"
+    "and gRPC on unix sockets. Register functions with `zygo up SPEC.toml`.\n"
+    "\n"
+    "Options:\n"
+    "  --listen PATH        the HTTP/JSON socket (default: $ZYGO_SOCKET, else\n"
+    "                       /run/zygo/zygo.sock for root, $XDG_RUNTIME_DIR/zygo/zygo.sock)\n"
+    "  --grpc-listen PATH   the gRPC socket (default: zygo-grpc.sock beside the HTTP one)\n"
+    "  --state-dir DIR      registered functions and scripts (default: /var/lib/zygo/\n"
+    "                       supervisor for root, else $XDG_STATE_HOME/zygo/supervisor)\n"
+    "  --no-demo            do not register the demo function when nothing is registered\n"
+    "  --allow-unlimited    run functions without cgroup limits when none can be made\n"
+    "  --workers N          requests running at once over all functions (default 64)\n"
+    "  -h, --help           this text\n";
+
+struct ServeFlags {
+  std::string listen;
+  std::string grpc_listen;
+  std::string state_dir;
+  bool demo = true;
+  bool allow_unlimited = false;
+  int workers = 64;
+};
+
+int Fail(const std::string& message) {
+  fprintf(stderr, "zygo serve: %s\n", message.c_str());
+  return 125;
+}
+
+absl::StatusOr<ServeFlags> ParseFlags(int argc, char** argv) {
+  ServeFlags flags;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&](const char* name) -> absl::StatusOr<std::string> {
+      if (i + 1 >= argc) return absl::InvalidArgumentError(absl::StrCat(name, " needs a value"));
+      return std::string(argv[++i]);
+    };
+    absl::StatusOr<std::string> v;
+    if (arg == "-h" || arg == "--help") {
+      fputs(kUsage, stdout);
+      exit(0);
+    } else if (arg == "--listen") {
+      if (!(v = value("--listen")).ok()) return v.status();
+      flags.listen = *v;
+    } else if (arg == "--grpc-listen") {
+      if (!(v = value("--grpc-listen")).ok()) return v.status();
+      flags.grpc_listen = *v;
+    } else if (arg == "--state-dir") {
+      if (!(v = value("--state-dir")).ok()) return v.status();
+      flags.state_dir = *v;
+    } else if (arg == "--no-demo") {
+      flags.demo = false;
+    } else if (arg == "--allow-unlimited") {
+      flags.allow_unlimited = true;
+    } else if (arg == "--workers") {
+      if (!(v = value("--workers")).ok()) return v.status();
+      flags.workers = atoi(v->c_str());
+      if (flags.workers < 1 || flags.workers > 1024) {
+        return absl::InvalidArgumentError("--workers must be 1..1024");
+      }
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown option '", arg, "' (see zygo serve --help)"));
+    }
+  }
+  return flags;
+}
+
+constexpr char kDemoHandler[] = R"(# The demo function `zygo serve` registers when nothing else is.
+# Its imports run once, in the zygote; every request is a fork of that warm process.
+import platform
+import random
+
+
+def main(event):
+    name = (event or {}).get("name", "world") if isinstance(event, dict) else "world"
+    return {"greeting": f"hello, {name}", "python": platform.python_version(),
+            "lucky_number": random.randint(1, 100)}
+)";
+
+constexpr char kDemoSpec[] = R"(# Registered by `zygo serve` when nothing else is.
+name = "hello"
+image = "host"
+runtime = "python"
+entry = "handler.py:main"
+code = "."
+[limits]
+memory = "128M"
+timeout = "10s"
+)";
+
+absl::Status RegisterDemo(SupervisorService& service, const std::string& state_dir) {
+  const std::string dir = absl::StrCat(state_dir, "/demo");
+  mkdir(dir.c_str(), 0755);
+  FILE* file = fopen(absl::StrCat(dir, "/handler.py").c_str(), "w");
+  if (file == nullptr) return absl::InternalError(absl::StrCat("cannot write ", dir, "/handler.py"));
+  fputs(kDemoHandler, file);
+  fclose(file);
+  return service.Up(kDemoSpec, "demo.toml", dir).status();
+}
+
+std::string FindAgent(const char* name) {
+  absl::StatusOr<std::string> found = cli::FindHelperBinary(
+      name, absl::StrCat("agents/", absl::StrContains(name, "python") ? "python" : "exec"),
+      "a warm-function agent");
+  return found.ok() ? *found : "";
+}
+
+int Serve(const ServeFlags& flags) {
+  const std::string http_socket = ResolveSocketPath(flags.listen);
+  const std::string grpc_socket =
+      !flags.grpc_listen.empty()
+          ? flags.grpc_listen
+          : absl::StrCat(http_socket.substr(0, http_socket.rfind('/') + 1), "zygo-grpc.sock");
+  std::string state_dir = flags.state_dir;
+  if (state_dir.empty()) {
+    absl::StatusOr<std::string> dir = DefaultStateDir();
+    if (!dir.ok()) return Fail(std::string(dir.status().message()));
+    state_dir = *dir;
+  }
+  absl::StatusOr<std::unique_ptr<StateStore>> store = StateStore::Open(state_dir);
+  if (!store.ok()) return Fail(std::string(store.status().message()));
+
+  absl::StatusOr<std::unique_ptr<core::CgroupDriver>> cgroups = core::ProbeCgroupDriver();
+  SupervisorOptions options;
+  options.workers = flags.workers;
+  options.host.cgroups = cgroups.ok() ? cgroups->get() : nullptr;
+  options.host.allow_unlimited = flags.allow_unlimited;
+  options.host.python_agent = FindAgent("zygo-agent-python");
+  options.host.exec_agent = FindAgent("zygo-agent-exec");
+  if (!cgroups.ok() && !flags.allow_unlimited) {
+    return Fail(absl::StrCat("no usable cgroups (", cgroups.status().message(),
+                             "); run as root, delegate a cgroup, or pass --allow-unlimited"));
+  }
+  std::vector<std::string> warnings;
+  absl::StatusOr<std::unique_ptr<SupervisorService>> service =
+      SupervisorService::Create(*std::move(store), options, &warnings);
+  if (!service.ok()) return Fail(std::string(service.status().message()));
+  for (const std::string& warning : warnings) fprintf(stderr, "zygo serve: warning: %s\n", warning.c_str());
+  if (flags.demo && (*service)->List().empty()) {
+    absl::Status demo = RegisterDemo(**service, state_dir);
+    if (!demo.ok()) return Fail(absl::StrCat("demo function: ", demo.message()));
+  }
+
+  absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Listen(http_socket, service->get());
+  if (!http.ok()) return Fail(std::string(http.status().message()));
+  absl::StatusOr<std::unique_ptr<GrpcServer>> grpc = GrpcServer::Listen(grpc_socket, service->get());
+  if (!grpc.ok()) return Fail(std::string(grpc.status().message()));
+
+  printf("zygo serve: listening on %s (HTTP/JSON) and %s (gRPC); state in %s\n",
+         http_socket.c_str(), grpc_socket.c_str(), state_dir.c_str());
+  for (const FunctionInfo& info : (*service)->List()) {
+    printf("  function %-16s %s %s on %s\n", info.name.c_str(), info.runtime.c_str(),
+           info.pool ? "(runtime pool)" : info.entry.c_str(), info.image.c_str());
+  }
+  printf("Try:\n  curl --unix-socket %s -d '{\"name\": \"zygo\"}' http://zygo/v1/functions/hello/exec\n"
+         "  zygo exec hello --data '{\"name\": \"zygo\"}'\n",
+         http_socket.c_str());
+  fflush(stdout);
+
+  std::thread http_thread([&] { (*http)->Run(); });
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  fprintf(stderr, "zygo serve: %s, stopping\n", strsignal(signal_number));
+  (*http)->Stop();
+  http_thread.join();
+  (*grpc)->Shutdown();
+  (*service)->Shutdown();
+  return 0;
+}
+
+}  // namespace
+}  // namespace zygo::supervisor
+
+int main(int argc, char** argv) {
+  // Block the stop signals before any thread exists, so every thread inherits the mask
+  // and only sigwait() in main sees them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  absl::StatusOr<zygo::supervisor::ServeFlags> flags = zygo::supervisor::ParseFlags(argc, argv);
+  if (!flags.ok()) return zygo::supervisor::Fail(std::string(flags.status().message()));
+  return zygo::supervisor::Serve(*flags);
+}

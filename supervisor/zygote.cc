@@ -1,0 +1,372 @@
+// The zygote's lifecycle (launch, Hello, death) and its spares (Spawn -> Forked -> admit).
+// Running a request on a spare is in zygote_request.cc.
+#include "supervisor/zygote.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "agents/wire/channel.h"
+#include "agents/wire/messages.h"
+#include "core/base/errno_status.h"
+#include "core/base/status_macros.h"
+#include "core/base/sys/fs.h"
+#include "core/base/sys/process.h"
+#include "core/launch.h"
+#include "supervisor/zygote_spare.h"
+
+namespace zygo::supervisor {
+namespace {
+
+constexpr size_t kLogTailBytes = 8192;
+
+int64_t MicrosSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
+                                                               start)
+      .count();
+}
+
+// The parent pid of `pid` from /proc (0 when it cannot be read).
+pid_t ParentOf(pid_t pid) {
+  absl::StatusOr<std::string> status = base::sys::ReadFile(absl::StrCat("/proc/", pid, "/status"));
+  if (!status.ok()) return 0;
+  size_t at = status->find("\nPPid:");
+  if (at == std::string::npos) return 0;
+  size_t end = status->find('\n', at + 1);
+  std::string value = status->substr(at + 6, end - at - 6);
+  int parent = 0;
+  if (!absl::SimpleAtoi(value, &parent)) return 0;
+  return parent;
+}
+
+}  // namespace
+
+Zygote::Zygote(ZygoteConfig config) : config_(std::move(config)) {}
+
+Zygote::~Zygote() {
+  Stop();
+  // Requests still in flight at Stop() held their own cgroups inside ours; they are gone
+  // now (they held a reference to this zygote), so the function's cgroup can go too.
+  if (cgroup_) cgroup_->Destroy().IgnoreError();
+}
+
+absl::StatusOr<std::unique_ptr<Zygote>> Zygote::Start(ZygoteConfig config) {
+  std::unique_ptr<Zygote> zygote(new Zygote(std::move(config)));
+  auto start = std::chrono::steady_clock::now();
+  absl::Status launched = zygote->Launch();
+  if (!launched.ok()) {
+    zygote->Stop();
+    return launched;
+  }
+  std::unique_lock<std::mutex> lock(zygote->mu_);
+  bool warm = zygote->changed_.wait_for(
+      lock, absl::ToChronoMilliseconds(zygote->config_.warm_timeout),
+      [&] { return zygote->hello_ || zygote->dead_.load(); });
+  if (!zygote->hello_) {
+    lock.unlock();
+    zygote->Stop();
+    // After Stop the launch thread has said how the sandbox ended.
+    std::string why = warm ? zygote->death_reason_ : "it did not become warm in time";
+    std::string tail = zygote->LogTail();
+    return absl::FailedPreconditionError(
+        absl::StrCat("function ", zygote->config_.name, " could not be warmed: ", why,
+                     tail.empty() ? "" : "; the agent printed:\n", tail));
+  }
+  zygote->warm_time_ = absl::FromChrono(std::chrono::steady_clock::now() - start);
+  lock.unlock();
+  for (int i = 0; i < zygote->config_.spares; ++i) {
+    absl::Status asked = zygote->RequestSpare();
+    if (!asked.ok()) {
+      zygote->Stop();
+      return asked;
+    }
+  }
+  return zygote;
+}
+
+absl::Status Zygote::Launch() {
+  ZYGO_ASSIGN_OR_RETURN(auto pair, wire::MakeAgentSocketPair());
+  channel_ = std::move(pair.first);
+  ZYGO_RETURN_IF_ERROR(wire::EnablePeerCredentials(channel_.get()));
+  int log_pipe[2];
+  if (pipe2(log_pipe, O_CLOEXEC) != 0) return base::ErrnoStatus(errno, "pipe2(agent log)");
+  base::UniqueFd log_read(log_pipe[0]), log_write(log_pipe[1]);
+  if (config_.cgroups != nullptr) {
+    absl::StatusOr<std::unique_ptr<core::Cgroup>> made =
+        config_.cgroups->Create(config_.plan.cgroup_limits);
+    if (made.ok()) {
+      cgroup_ = *std::move(made);
+    } else if (!config_.plan.spec.allow_unlimited) {
+      return made.status();
+    }
+  }
+  log_thread_ = std::thread(&Zygote::LogThread, this, std::move(log_read));
+  launch_thread_ =
+      std::thread(&Zygote::LaunchThread, this, std::move(pair.second), std::move(log_write));
+  reader_thread_ = std::thread(&Zygote::ReaderLoop, this);
+  return absl::OkStatus();
+}
+
+// Runs the sandbox to its end. This thread must live as long as the sandbox: the init's
+// PR_SET_PDEATHSIG fires when the thread that cloned it exits.
+void Zygote::LaunchThread(base::UniqueFd agent_end, base::UniqueFd log_end) {
+  core::LaunchOptions options;
+  options.inherit_fds = {agent_end.get()};
+  options.stdio_fds[1] = log_end.get();
+  options.stdio_fds[2] = log_end.get();
+  options.forward_signals = false;
+  options.no_deadline = true;
+  options.cgroup = cgroup_.get();
+  options.on_started = [&](pid_t, int pidfd, core::Cgroup*) {
+    // Only the agent may hold its end: our copy would hide the agent's exit from us.
+    agent_end.Reset();
+    log_end.Reset();
+    std::lock_guard<std::mutex> lock(mu_);
+    pidfd_.Reset(fcntl(pidfd, F_DUPFD_CLOEXEC, 0));
+    // Stop() ran while the sandbox was being made: end it now.
+    if (stopping_.load()) base::sys::RawPidfdSendSignal(pidfd, SIGKILL);
+  };
+  absl::StatusOr<core::Outcome> outcome =
+      core::Launch(config_.plan, config_.cgroups, options);
+  agent_end.Reset();
+  log_end.Reset();
+  std::string why = "the sandbox ended";
+  if (!outcome.ok()) {
+    why = std::string(outcome.status().message());
+  } else if (!outcome->error.empty()) {
+    why = outcome->error;
+  } else if (outcome->oom_killed) {
+    why = "the zygote ran out of memory";
+  } else {
+    why = absl::StrCat("the agent exited (", core::OutcomeStatusName(outcome->status), ", code ",
+                       outcome->exit_code, ")");
+  }
+  MarkDead(why);
+  // The sandbox's own account is better than the reader's "channel closed".
+  std::lock_guard<std::mutex> lock(mu_);
+  death_reason_ = why;
+}
+
+void Zygote::LogThread(base::UniqueFd log_read) {
+  char buffer[4096];
+  for (;;) {
+    ssize_t n = read(log_read.get(), buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    log_tail_.append(buffer, static_cast<size_t>(n));
+    if (log_tail_.size() > kLogTailBytes) log_tail_.erase(0, log_tail_.size() - kLogTailBytes);
+    fprintf(stderr, "[%s] %.*s", config_.name.c_str(), static_cast<int>(n), buffer);
+  }
+}
+
+std::string Zygote::LogTail() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return log_tail_;
+}
+
+void Zygote::ReaderLoop() {
+  for (;;) {
+    absl::StatusOr<wire::ReceivedFrame> received =
+        wire::ReceiveFrame(channel_.get(), absl::InfiniteDuration());
+    if (!received.ok()) {
+      if (wire::IsPeerClosed(received.status()) || stopping_.load()) {
+        MarkDead("the agent closed its channel");
+        return;
+      }
+      // A malformed frame from the agent: the zygote runs untrusted imports, so this is
+      // treated as a broken zygote, not a supervisor problem.
+      MarkDead(absl::StrCat("the agent sent a bad frame: ", received.status().message()));
+      if (pidfd_.valid()) base::sys::RawPidfdSendSignal(pidfd_.get(), SIGKILL);
+      return;
+    }
+    switch (received->frame.type) {
+      case wire::MessageType::kHello: {
+        absl::StatusOr<wire::HelloMessage> hello = wire::DecodeHello(*received);
+        std::lock_guard<std::mutex> lock(mu_);
+        if (hello.ok()) {
+          hello_ = true;
+          agent_pid_ = static_cast<pid_t>(received->sender_pid);
+        }
+        changed_.notify_all();
+        break;
+      }
+      case wire::MessageType::kForked:
+        HandleForked(*received);
+        break;
+      case wire::MessageType::kDone: {
+        absl::StatusOr<wire::DoneMessage> done = wire::DecodeDone(*received);
+        if (!done.ok()) break;
+        int status = done->exit_kind == wire::ExitKind::kExited ? W_EXITCODE(done->exit_code, 0)
+                                                                 : done->exit_code;
+        std::lock_guard<std::mutex> lock(mu_);
+        exit_status_[done->request_id] = status;
+        changed_.notify_all();
+        break;
+      }
+      case wire::MessageType::kError: {
+        absl::StatusOr<wire::ErrorMessage> error = wire::DecodeError(*received);
+        if (error.ok()) {
+          fprintf(stderr, "[%s] agent error: %s\n", config_.name.c_str(),
+                  error->message.c_str());
+        }
+        std::lock_guard<std::mutex> lock(mu_);
+        if (error.ok() && error->request_id != 0) spawning_.erase(error->request_id);
+        changed_.notify_all();
+        break;
+      }
+      default:
+        break;
+    }
+  }
+}
+
+// A spare announced itself. The kernel's credentials, not the frame, say which process
+// it is; it must be a child of the agent that said Hello, or it is not admitted.
+void Zygote::HandleForked(wire::ReceivedFrame& received) {
+  absl::StatusOr<wire::ForkedMessage> forked = wire::DecodeForked(received);
+  if (!forked.ok()) return;
+  auto spare = std::make_unique<Spare>();
+  spare->id = forked->request_id;
+  spare->pid = static_cast<pid_t>(received.sender_pid);
+  spare->channel = std::move(received.fds[0]);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto sent = spawning_.find(spare->id);
+    if (sent == spawning_.end()) return;  // not one we asked for: dropping it closes it
+    spare->fork_us = MicrosSince(sent->second);
+    spawning_.erase(sent);
+    if (spare->pid <= 0 || ParentOf(spare->pid) != agent_pid_) {
+      fprintf(stderr, "[%s] refused a spare whose sender pid %d is not the agent's child\n",
+              config_.name.c_str(), spare->pid);
+      return;
+    }
+  }
+  auto admit_start = std::chrono::steady_clock::now();
+  if (cgroup_) {
+    absl::StatusOr<std::unique_ptr<core::Cgroup>> own =
+        cgroup_->CreateChild(config_.request_limits);
+    absl::Status attached = own.ok() ? (*own)->AttachFromParent(spare->pid) : own.status();
+    if (!attached.ok()) {
+      fprintf(stderr, "[%s] cannot admit a spare: %s\n", config_.name.c_str(),
+              std::string(attached.message()).c_str());
+      kill(spare->pid, SIGKILL);
+      if (own.ok()) spare->cgroup = *std::move(own);
+      DestroySpare(std::move(spare));
+      return;
+    }
+    spare->cgroup = *std::move(own);
+  }
+  spare->admit_us = MicrosSince(admit_start);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (dead_.load()) return;
+  ready_.push_back(std::move(spare));
+  changed_.notify_all();
+}
+
+absl::Status Zygote::RequestSpare() {
+  uint64_t id;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (dead_.load()) return absl::UnavailableError("the zygote is gone");
+    id = next_spare_id_++;
+    spawning_[id] = Clock::now();
+  }
+  ZYGO_ASSIGN_OR_RETURN(wire::Frame frame, wire::Encode(wire::SpawnMessage{id}));
+  return wire::SendFrame(channel_.get(), frame, {});
+}
+
+absl::StatusOr<std::unique_ptr<Zygote::Spare>> Zygote::TakeSpare(int64_t wait_ms,
+                                                                 const CancelSignal& cancel) {
+  auto deadline = Clock::now() + std::chrono::milliseconds(wait_ms);
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    if (dead_.load()) {
+      return absl::UnavailableError(absl::StrCat("the zygote of ", config_.name,
+                                                 " died (", death_reason_,
+                                                 "); it is re-warmed on the next request"));
+    }
+    if (cancel.cancelled()) return absl::CancelledError("the caller went away");
+    if (!ready_.empty()) break;
+    if (Clock::now() >= deadline) {
+      return absl::DeadlineExceededError("no process was free before the request's deadline");
+    }
+    // A spare lost on the way (refused, failed to admit) is replaced here.
+    if (spawning_.empty()) {
+      lock.unlock();
+      RequestSpare().IgnoreError();
+      lock.lock();
+      continue;
+    }
+    changed_.wait_for(lock, std::chrono::milliseconds(5));
+  }
+  std::unique_ptr<Spare> spare = std::move(ready_.front());
+  ready_.pop_front();
+  lock.unlock();
+  // Replace it at once, off this request's path (the zygote forks while we run).
+  RequestSpare().IgnoreError();
+  return spare;
+}
+
+std::optional<int> Zygote::WaitExitStatus(uint64_t spare_id, absl::Duration wait) {
+  std::unique_lock<std::mutex> lock(mu_);
+  changed_.wait_for(lock, absl::ToChronoMilliseconds(wait), [&] {
+    return exit_status_.count(spare_id) > 0 || dead_.load();
+  });
+  auto found = exit_status_.find(spare_id);
+  if (found == exit_status_.end()) return std::nullopt;
+  int status = found->second;
+  exit_status_.erase(found);
+  return status;
+}
+
+void Zygote::KillSpare(Spare& spare) {
+  if (spare.cgroup) {
+    spare.cgroup->KillAll().IgnoreError();
+  } else if (spare.pid > 0) {
+    kill(spare.pid, SIGKILL);
+  }
+}
+
+void Zygote::DestroySpare(std::unique_ptr<Spare> spare) {
+  if (!spare) return;
+  KillSpare(*spare);
+  spare->channel.Reset();
+  if (spare->cgroup) spare->cgroup->Destroy().IgnoreError();
+}
+
+void Zygote::MarkDead(const std::string& why) {
+  std::deque<std::unique_ptr<Spare>> spares;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!dead_.load()) death_reason_ = why;
+    dead_.store(true);
+    spares.swap(ready_);
+    changed_.notify_all();
+  }
+  for (auto& spare : spares) DestroySpare(std::move(spare));
+}
+
+void Zygote::Stop() {
+  if (stopping_.exchange(true)) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (pidfd_.valid()) base::sys::RawPidfdSendSignal(pidfd_.get(), SIGKILL);
+  }
+  // Wakes the reader: recv returns 0 once both directions are shut.
+  if (channel_.valid()) shutdown(channel_.get(), SHUT_RDWR);
+  if (launch_thread_.joinable()) launch_thread_.join();
+  if (reader_thread_.joinable()) reader_thread_.join();
+  if (log_thread_.joinable()) log_thread_.join();
+  MarkDead("stopped");
+  if (cgroup_) cgroup_->Destroy().IgnoreError();
+}
+
+}  // namespace zygo::supervisor

@@ -1,0 +1,116 @@
+// One warm sandbox: an agent (the zygote) inside it, the spares it forks ahead of demand,
+// and the requests they run. A spare is forked, moved into its own cgroup and pre-faulted
+// before any request needs it, so a request pays only for sending the event and getting
+// the answer back (a v1 cgroup move costs up to ~11 ms after a quiet spell; see
+// docs/supervisor.md). Parent (supervisor) side; thread-safe.
+#ifndef ZYGO_SUPERVISOR_ZYGOTE_H_
+#define ZYGO_SUPERVISOR_ZYGOTE_H_
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "agents/wire/frame.h"
+#include "core/base/unique_fd.h"
+#include "core/cgroup.h"
+#include "core/plan.h"
+#include "supervisor/cancel_signal.h"
+#include "supervisor/service.h"
+
+namespace zygo::supervisor {
+
+struct ZygoteConfig {
+  core::Plan plan;  // the sandbox; its command is the agent, which talks on fd 3
+  core::CgroupDriver* cgroups = nullptr;  // null: no limits (the plan allows unlimited)
+  core::CgroupLimits request_limits;      // each request's own cgroup
+  int spares = 2;
+  absl::Duration warm_timeout = absl::Seconds(60);
+  std::string name;  // for messages and the log prefix
+};
+
+// What one request asks of a spare.
+struct SpareRequest {
+  uint64_t request_id = 0;
+  std::string entry;  // handler, command, or a pool script's digest
+  std::string code;   // a pool script's source
+  std::string event;
+  std::string stdin_data;
+  int64_t timeout_ms = 0;
+};
+
+class Zygote {
+ public:
+  // Starts the sandbox and waits until the agent says Hello (warm) or fails; the error
+  // carries the end of what the agent printed (an import error's traceback, say).
+  static absl::StatusOr<std::unique_ptr<Zygote>> Start(ZygoteConfig config);
+  ~Zygote();
+
+  // Runs one request on a spare and calls `deliver` with the reply as soon as it is known;
+  // then removes the request's cgroup, on the caller's thread.
+  void Run(const SpareRequest& request, const CancelSignal& cancel,
+           const std::function<void(ExecReply)>& deliver);
+
+  bool alive() const { return !dead_.load(); }
+  // Kills the sandbox and waits for its threads. Idempotent.
+  void Stop();
+  // Sandbox start until the agent's Hello.
+  absl::Duration warm_time() const { return warm_time_; }
+
+ private:
+  struct Spare;
+  using Clock = std::chrono::steady_clock;
+  explicit Zygote(ZygoteConfig config);
+
+  absl::Status Launch();
+  void LaunchThread(base::UniqueFd agent_end, base::UniqueFd log_end);
+  void LogThread(base::UniqueFd log_read);
+  void ReaderLoop();
+  void HandleForked(wire::ReceivedFrame& received);
+  absl::Status RequestSpare();
+  absl::StatusOr<std::unique_ptr<Spare>> TakeSpare(int64_t wait_ms, const CancelSignal& cancel);
+  void MarkDead(const std::string& why);
+  std::optional<int> WaitExitStatus(uint64_t spare_id, absl::Duration wait);
+  void KillSpare(Spare& spare);
+  void DestroySpare(std::unique_ptr<Spare> spare);
+  std::string LogTail() const;
+
+  ZygoteConfig config_;
+  base::UniqueFd channel_;  // the supervisor's end of the zygote channel
+  std::unique_ptr<core::Cgroup> cgroup_;  // the function's; requests nest inside
+  std::thread launch_thread_;
+  std::thread reader_thread_;
+  std::thread log_thread_;
+  absl::Duration warm_time_;
+
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  bool hello_ = false;        // the agent is warm
+  std::string death_reason_;  // why the sandbox ended or never started
+  base::UniqueFd pidfd_;      // the sandbox's init
+  pid_t agent_pid_ = 0;       // the zygote agent, in our pid namespace
+  std::deque<std::unique_ptr<Spare>> ready_;
+  std::map<uint64_t, Clock::time_point> spawning_;  // Spawn sent, Forked not yet received
+  uint64_t next_spare_id_ = 1;
+  std::map<uint64_t, int> exit_status_;  // spare id -> wait status, from the zygote's Done
+  std::string log_tail_;                 // the end of the agent's own output
+  std::atomic<bool> dead_{false};
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace zygo::supervisor
+
+#endif  // ZYGO_SUPERVISOR_ZYGOTE_H_

@@ -1,0 +1,279 @@
+// One request on one spare: send the event with memfds for stdin/stdout/stderr, wait for
+// the answer, the deadline or the caller's cancel, then say how it ended.
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "agents/wire/channel.h"
+#include "agents/wire/messages.h"
+#include "core/base/errno_status.h"
+#include "supervisor/zygote.h"
+#include "supervisor/zygote_spare.h"
+
+namespace zygo::supervisor {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int64_t Micros(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(to - from).count();
+}
+
+// An anonymous file for one of the request's stdio streams. A memfd, not a pipe: the
+// child never blocks on a full pipe, nobody has to drain it while the request runs, and
+// the pages it fills are charged to the request's own memory cgroup.
+absl::StatusOr<base::UniqueFd> MakeStreamFile(const char* name, const std::string& content) {
+  base::UniqueFd fd(memfd_create(name, MFD_CLOEXEC));
+  if (!fd.valid()) return base::ErrnoStatus(errno, absl::StrCat("memfd_create(", name, ")"));
+  size_t done = 0;
+  while (done < content.size()) {
+    ssize_t n = write(fd.get(), content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return base::ErrnoStatus(errno, "write(request stdin)");
+    done += static_cast<size_t>(n);
+  }
+  lseek(fd.get(), 0, SEEK_SET);
+  return fd;
+}
+
+// Reads at most kMaxCapturedBytes of what the request wrote.
+std::string ReadCaptured(int fd, bool* truncated) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) return "";
+  size_t size = static_cast<size_t>(st.st_size);
+  *truncated = size > kMaxCapturedBytes;
+  std::string out(std::min(size, kMaxCapturedBytes), '\0');
+  size_t done = 0;
+  while (done < out.size()) {
+    ssize_t n = pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  out.resize(done);
+  return out;
+}
+
+enum class Ending { kDone, kFailed, kChildGone, kTimeout, kCancelled, kProtocolError };
+
+struct Answer {
+  Ending ending = Ending::kChildGone;
+  wire::DoneMessage done;
+  wire::FailedMessage failed;
+  std::string protocol_error;
+};
+
+// Waits on the spare's channel for Done or Failed until `deadline` or a cancel.
+Answer AwaitAnswer(int channel, const CancelSignal& cancel, Clock::time_point deadline) {
+  Answer answer;
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) {
+      answer.ending = Ending::kTimeout;
+      return answer;
+    }
+    struct pollfd fds[2] = {{channel, POLLIN, 0}, {cancel.fd(), POLLIN, 0}};
+    int n = poll(fds, 2, static_cast<int>(std::min<int64_t>(left.count() + 1, 1000)));
+    if (cancel.cancelled()) {
+      answer.ending = Ending::kCancelled;
+      return answer;
+    }
+    if (n <= 0) continue;
+    absl::StatusOr<wire::ReceivedFrame> frame = wire::ReceiveFrame(channel, absl::ZeroDuration());
+    if (!frame.ok()) {
+      if (absl::IsDeadlineExceeded(frame.status())) continue;
+      answer.ending = wire::IsPeerClosed(frame.status()) ? Ending::kChildGone
+                                                          : Ending::kProtocolError;
+      answer.protocol_error = std::string(frame.status().message());
+      return answer;
+    }
+    if (frame->frame.type == wire::MessageType::kDone) {
+      absl::StatusOr<wire::DoneMessage> done = wire::DecodeDone(*frame);
+      if (done.ok()) {
+        answer.ending = Ending::kDone;
+        answer.done = *std::move(done);
+        return answer;
+      }
+    } else if (frame->frame.type == wire::MessageType::kFailed) {
+      absl::StatusOr<wire::FailedMessage> failed = wire::DecodeFailed(*frame);
+      if (failed.ok()) {
+        answer.ending = Ending::kFailed;
+        answer.failed = *std::move(failed);
+        return answer;
+      }
+    }
+    answer.ending = Ending::kProtocolError;
+    answer.protocol_error =
+        absl::StrCat("unexpected ", wire::MessageTypeName(frame->frame.type), " frame");
+    return answer;
+  }
+}
+
+// Fills the outcome from the child's wait status (if known) and its cgroup's counters.
+void DescribeEnd(const Answer& answer, std::optional<int> status, const core::CgroupUsage& usage,
+                 ExecReply* reply) {
+  RequestOutcome& outcome = reply->outcome;
+  outcome.oom_killed = usage.oom_kills > 0;
+  outcome.peak_rss_kb = usage.memory_peak_bytes / 1024;
+  if (status.has_value() && WIFEXITED(*status)) outcome.exit_code = WEXITSTATUS(*status);
+  if (status.has_value() && WIFSIGNALED(*status)) {
+    outcome.signal = WTERMSIG(*status);
+    outcome.exit_code = 128 + outcome.signal;
+  }
+  switch (answer.ending) {
+    case Ending::kDone:
+      reply->ok = outcome.exit_code == 0;
+      outcome.status = reply->ok ? "ok" : "nonzero_exit";
+      reply->result_json = answer.done.result;
+      return;
+    case Ending::kFailed:
+      outcome.status = "handler_error";
+      if (!status.has_value()) outcome.exit_code = 1;
+      reply->error_type = answer.failed.error_type;
+      reply->error_message = answer.failed.message;
+      reply->traceback = answer.failed.traceback;
+      return;
+    case Ending::kTimeout:
+      outcome.status = "timeout";
+      outcome.timed_out = true;
+      outcome.exit_code = 137;
+      outcome.signal = SIGKILL;
+      reply->error_type = "timeout";
+      reply->error_message = "the request ran past its deadline and was killed";
+      return;
+    default:
+      break;
+  }
+  if (outcome.oom_killed) {
+    outcome.status = "oom";
+    outcome.exit_code = 137;
+    reply->error_type = "oom";
+    reply->error_message = "the request ran out of memory and was killed";
+  } else if (outcome.signal != 0) {
+    outcome.status = "signaled";
+    reply->error_type = "crashed";
+    reply->error_message = absl::StrCat("the request was killed by signal ", outcome.signal);
+  } else if (answer.ending == Ending::kChildGone && status.has_value() &&
+             outcome.exit_code == 0) {
+    // Warm-exec: the command ran and exited 0.
+    outcome.status = "ok";
+    reply->ok = true;
+  } else {
+    outcome.status = "nonzero_exit";
+    reply->ok = false;
+    reply->error_type = "nonzero_exit";
+    reply->error_message = answer.protocol_error.empty()
+                               ? absl::StrCat("the process exited with ", outcome.exit_code,
+                                              " before answering")
+                               : answer.protocol_error;
+  }
+}
+
+}  // namespace
+
+void Zygote::Run(const SpareRequest& request, const CancelSignal& cancel,
+                 const std::function<void(ExecReply)>& deliver) {
+  const auto start = Clock::now();
+  const auto deadline = start + std::chrono::milliseconds(request.timeout_ms);
+  ExecReply reply;
+  absl::StatusOr<std::unique_ptr<Spare>> taken = TakeSpare(request.timeout_ms, cancel);
+  if (!taken.ok()) {
+    reply.status = taken.status();
+    reply.timings.total_us = Micros(start, Clock::now());
+    deliver(std::move(reply));
+    return;
+  }
+  std::unique_ptr<Spare> spare = *std::move(taken);
+  reply.timings.fork_us = spare->fork_us;
+  reply.timings.admit_us = spare->admit_us;
+
+  absl::StatusOr<base::UniqueFd> in = MakeStreamFile("zygo-stdin", request.stdin_data);
+  absl::StatusOr<base::UniqueFd> out = MakeStreamFile("zygo-stdout", "");
+  absl::StatusOr<base::UniqueFd> err = MakeStreamFile("zygo-stderr", "");
+  absl::Status sent = !in.ok() ? in.status() : !out.ok() ? out.status() : err.status();
+  const auto sent_at = Clock::now();
+  if (sent.ok()) {
+    wire::RunMessage run;
+    run.request_id = request.request_id;
+    run.entry = request.entry;
+    run.code = request.code;
+    run.event = request.event;
+    run.deadline_ms = static_cast<uint64_t>(std::max<int64_t>(1, request.timeout_ms));
+    run.fd_layout = wire::FdLayout::kStdio;
+    absl::StatusOr<wire::Frame> frame = wire::Encode(run);
+    sent = frame.ok() ? wire::SendFrame(spare->channel.get(), *frame,
+                                        {in->get(), out->get(), err->get()})
+                      : frame.status();
+  }
+  if (!sent.ok()) {
+    reply.status = absl::InvalidArgumentError(
+        absl::StrCat("cannot send the request: ", sent.message()));
+    DestroySpare(std::move(spare));
+    deliver(std::move(reply));
+    return;
+  }
+
+  Answer answer = AwaitAnswer(spare->channel.get(), cancel, deadline);
+  auto answered_at = Clock::now();
+  if (answer.ending == Ending::kTimeout || answer.ending == Ending::kCancelled ||
+      answer.ending == Ending::kProtocolError) {
+    KillSpare(*spare);
+  }
+  // A reply means the child is about to exit 0 or 1 by itself; waiting for its status
+  // would only add the zygote's reaping to the request's time.
+  // No answer: the process ended, or (warm-exec) exec'd the command, which closed the
+  // channel; either way its exit status is the answer, due by the deadline.
+  std::optional<int> status;
+  if (answer.ending == Ending::kChildGone && !dead_.load()) {
+    auto left = deadline - Clock::now();
+    status = WaitExitStatus(spare->id, absl::FromChrono(std::max(left, Clock::duration::zero())));
+    if (!status.has_value() && !dead_.load()) {
+      answer.ending = Ending::kTimeout;
+      KillSpare(*spare);
+    }
+  }
+  // Failed is an error path: its exit status (127 for a command not found) is worth the
+  // zygote's reaping time. Done (the hot path) does not wait.
+  if (answer.ending != Ending::kDone && !status.has_value()) {
+    status = WaitExitStatus(spare->id, absl::Seconds(2));
+  }
+  if (answer.ending == Ending::kChildGone) answered_at = Clock::now();
+  core::CgroupUsage usage;
+  if (spare->cgroup) {
+    absl::StatusOr<core::CgroupUsage> read = spare->cgroup->ReadUsage();
+    if (read.ok()) usage = *read;
+  }
+  if (answer.ending == Ending::kCancelled) {
+    reply.status = absl::CancelledError("the caller went away; the request was killed");
+  } else if (answer.ending == Ending::kChildGone && dead_.load()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    reply.status = absl::UnavailableError(absl::StrCat(
+        "the zygote of ", config_.name, " died during the request (", death_reason_,
+        "); it is re-warmed on the next request"));
+  }
+  DescribeEnd(answer, status, usage, &reply);
+  reply.stdout_data = ReadCaptured(out->get(), &reply.stdout_truncated);
+  reply.stderr_data = ReadCaptured(err->get(), &reply.stderr_truncated);
+  const auto now = Clock::now();
+  reply.outcome.wall_ms = static_cast<double>(Micros(sent_at, answered_at)) / 1000.0;
+  reply.timings.run_us = Micros(sent_at, answered_at);
+  reply.timings.reply_us = Micros(answered_at, now);
+  reply.timings.total_us = Micros(start, now);
+  deliver(std::move(reply));
+
+  // After the reply: the child exits by itself; its cgroup goes once it is empty.
+  if (answer.ending == Ending::kDone || answer.ending == Ending::kFailed) {
+    if (!WaitExitStatus(spare->id, absl::Seconds(1)).has_value()) KillSpare(*spare);
+  }
+  DestroySpare(std::move(spare));
+}
+
+}  // namespace zygo::supervisor

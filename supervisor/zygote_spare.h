@@ -1,0 +1,28 @@
+// A spare: a child of the zygote, forked ahead of demand, already in its own cgroup,
+// parked on its own channel until a request arrives.
+#ifndef ZYGO_SUPERVISOR_ZYGOTE_SPARE_H_
+#define ZYGO_SUPERVISOR_ZYGOTE_SPARE_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "core/base/unique_fd.h"
+#include "core/cgroup.h"
+#include "supervisor/zygote.h"
+
+namespace zygo::supervisor {
+
+struct Zygote::Spare {
+  uint64_t id = 0;
+  pid_t pid = 0;                         // in the supervisor's pid namespace
+  base::UniqueFd channel;                // the supervisor's end of its child channel
+  std::unique_ptr<core::Cgroup> cgroup;  // its own, nested in the function's; null unlimited
+  int64_t fork_us = 0;                   // Spawn sent until Forked arrived
+  int64_t admit_us = 0;                  // making its cgroup and moving it in
+};
+
+}  // namespace zygo::supervisor
+
+#endif  // ZYGO_SUPERVISOR_ZYGOTE_SPARE_H_
