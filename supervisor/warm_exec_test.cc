@@ -14,80 +14,19 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "supervisor/state_store.h"
-#include "supervisor/supervisor_service.h"
+#include "supervisor/service_fixture.h"
 #include "testing/harness.h"
 
 namespace zygo::supervisor {
 namespace {
 
-int ParentOf(int pid) {
-  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("PPid:", 0) == 0) return atoi(line.c_str() + 5);
-  }
-  return 0;
-}
-
-// The agents of this test's own sandboxes: the agent's parent is a sandbox init, whose
-// parent is this process (other tests' agents are never touched).
-std::vector<int> OurAgents() {
-  std::vector<int> ours;
-  for (int pid : testing::ProcessesMatching("/.zygo-agent")) {
-    if (ParentOf(ParentOf(pid)) == getpid()) ours.push_back(pid);
-  }
-  return ours;
-}
-
-class WarmExecTest : public ::testing::Test {
+class WarmExecTest : public ServiceFixture {
  protected:
-  void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "needs root for cgroups";
-    cgroups_ = core::ProbeCgroupDriver();
-    if (!cgroups_.ok()) GTEST_SKIP() << "no usable cgroups: " << cgroups_.status();
-    // A fresh state dir per test: a stored function would be served again (on purpose).
-    std::string pattern = absl::StrCat(getenv("TEST_TMPDIR"), "/warm-exec-XXXXXX");
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-    auto store = StateStore::Open(absl::StrCat(dir_, "/state"));
-    ASSERT_TRUE(store.ok()) << store.status();
-    SupervisorOptions options;
-    options.host.cgroups = cgroups_->get();
-    options.host.exec_agent = testing::Runfile("agents/exec/zygo-agent-exec");
-    options.workers = 16;
-    std::vector<std::string> warnings;
-    auto service = SupervisorService::Create(*std::move(store), options, &warnings);
-    ASSERT_TRUE(service.ok()) << service.status();
-    service_ = *std::move(service);
-  }
-
-  void TearDown() override {
-    if (service_) service_->Shutdown();
-    service_.reset();
-  }
-
   void UpExec(const std::string& name, const std::string& command,
               const std::string& extra = "") {
-    std::string toml = absl::StrCat("name = \"", name, "\"\nruntime = \"exec\"\nentry = ", command,
-                                    "\ncode = \".\"\n", extra);
-    auto up = service_->Up(toml, absl::StrCat(name, ".toml"), dir_);
-    ASSERT_TRUE(up.ok()) << up.status();
+    Up(absl::StrCat("name = \"", name, "\"\nruntime = \"exec\"\nentry = ", command,
+                    "\ncode = \".\"\n", extra));
   }
-
-  ExecReply Call(const std::string& name, const std::string& input = "") {
-    std::promise<ExecReply> promise;
-    ExecRequest request;
-    request.function = name;
-    request.stdin_data = input;
-    request.event_json = input;
-    service_->Exec(request, [&](ExecReply reply) { promise.set_value(std::move(reply)); });
-    return promise.get_future().get();
-  }
-
-  absl::StatusOr<std::unique_ptr<core::CgroupDriver>> cgroups_ = absl::UnknownError("unset");
-  std::string dir_;
-  std::unique_ptr<SupervisorService> service_;
 };
 
 TEST_F(WarmExecTest, StdinInStdoutOut) {
@@ -190,27 +129,12 @@ TEST_F(WarmExecTest, ZygoteKilledFromOutsideIsRewarmed) {
 TEST_F(WarmExecTest, NothingLeftBehind) {
   UpExec("tidy", "\"/bin/cat\"");
   for (int i = 0; i < 20; ++i) ASSERT_TRUE(Call("tidy", "x").ok);
+  ASSERT_FALSE(OurCgroups().empty()) << "the warm function has a cgroup while it runs";
   service_->Shutdown();
   service_.reset();
   EXPECT_TRUE(OurAgents().empty());
-  // Our own pid is alive, so our cgroups are not "leftovers" by name; look for them directly.
-  std::ifstream cgroup("/proc/self/cgroup");
-  std::string line, memory;
-  while (std::getline(cgroup, line)) {
-    if (line.find(":memory:") != std::string::npos) memory = line.substr(line.rfind(':') + 1);
-  }
-  std::string parent = absl::StrCat("/sys/fs/cgroup/memory", memory == "/" ? "" : memory);
-  std::string prefix = absl::StrCat("zygo-", getpid(), "-");
-  std::vector<std::string> left;
-  for (const std::string& dir : testing::LeftoverCgroups()) left.push_back(dir);
-  std::string listing;
-  if (FILE* ls = popen(absl::StrCat("ls ", parent, " 2>/dev/null").c_str(), "r")) {
-    char buffer[4096];
-    while (fgets(buffer, sizeof(buffer), ls)) listing += buffer;
-    pclose(ls);
-  }
-  EXPECT_EQ(listing.find(prefix), std::string::npos) << listing;
-  EXPECT_TRUE(left.empty());
+  EXPECT_TRUE(OurCgroups().empty());
+  EXPECT_TRUE(testing::LeftoverCgroups().empty());
 }
 
 }  // namespace

@@ -1,0 +1,152 @@
+#include "supervisor/service_fixture.h"
+
+#include <dirent.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <future>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "supervisor/state_store.h"
+#include "testing/harness.h"
+
+namespace zygo::supervisor {
+namespace {
+
+int ParentOf(int pid) {
+  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("PPid:", 0) == 0) return atoi(line.c_str() + 5);
+  }
+  return 0;
+}
+
+std::vector<int> AllPids() {
+  std::vector<int> pids;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return pids;
+  while (struct dirent* entry = readdir(proc)) {
+    int pid = atoi(entry->d_name);
+    if (pid > 0) pids.push_back(pid);
+  }
+  closedir(proc);
+  return pids;
+}
+
+void ListCgroups(const std::string& dir, const std::string& prefix, bool below,
+                 std::vector<std::string>* out) {
+  DIR* handle = opendir(dir.c_str());
+  if (handle == nullptr) return;
+  while (struct dirent* entry = readdir(handle)) {
+    std::string name = entry->d_name;
+    if (entry->d_type != DT_DIR || name == "." || name == "..") continue;
+    bool ours = below || name.rfind(prefix, 0) == 0;
+    if (ours) out->push_back(absl::StrCat(dir, "/", name));
+    if (ours) ListCgroups(absl::StrCat(dir, "/", name), prefix, true, out);
+  }
+  closedir(handle);
+}
+
+}  // namespace
+
+void ServiceFixture::SetUp() {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root for cgroups";
+  auto cgroups = core::ProbeCgroupDriver();
+  if (!cgroups.ok()) GTEST_SKIP() << "no usable cgroups: " << cgroups.status();
+  cgroups_ = *std::move(cgroups);
+  // A fresh state dir per test: a stored function would be served again (on purpose).
+  std::string pattern = absl::StrCat(getenv("TEST_TMPDIR"), "/service-XXXXXX");
+  ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+  dir_ = pattern;
+  auto store = StateStore::Open(absl::StrCat(dir_, "/.state"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  SupervisorOptions options;
+  options.host.cgroups = cgroups_.get();
+  options.host.exec_agent = testing::Runfile("agents/exec/zygo-agent-exec");
+  options.host.python_agent = testing::Runfile("agents/python/zygo-agent-python");
+  options.workers = workers_;
+  std::vector<std::string> warnings;
+  auto service = SupervisorService::Create(*std::move(store), options, &warnings);
+  ASSERT_TRUE(service.ok()) << service.status();
+  service_ = *std::move(service);
+}
+
+void ServiceFixture::TearDown() {
+  if (service_) service_->Shutdown();
+  service_.reset();
+}
+
+void ServiceFixture::WriteCode(const std::string& name, const std::string& content) {
+  std::ofstream(absl::StrCat(dir_, "/", name)) << content;
+}
+
+void ServiceFixture::Up(const std::string& toml) {
+  auto up = service_->Up(toml, "test.toml", dir_);
+  ASSERT_TRUE(up.ok()) << up.status();
+}
+
+ExecReply ServiceFixture::Call(const std::string& name, const std::string& event,
+                               const std::string& script) {
+  std::promise<ExecReply> promise;
+  ExecRequest request;
+  request.function = name;
+  request.event_json = event;
+  request.stdin_data = event;
+  request.script_digest = script;
+  service_->Exec(request, [&](ExecReply reply) { promise.set_value(std::move(reply)); });
+  return promise.get_future().get();
+}
+
+std::vector<int> ServiceFixture::OurAgents() {
+  std::vector<int> ours;
+  for (int pid : testing::ProcessesMatching("/.zygo-agent")) {
+    if (ParentOf(ParentOf(pid)) == getpid()) ours.push_back(pid);
+  }
+  return ours;
+}
+
+std::vector<int> ServiceFixture::DescendantsOf(const std::vector<int>& roots) {
+  std::set<int> found(roots.begin(), roots.end());
+  bool grew = true;
+  std::vector<int> pids = AllPids();
+  while (grew) {
+    grew = false;
+    for (int pid : pids) {
+      if (!found.count(pid) && found.count(ParentOf(pid))) {
+        found.insert(pid);
+        grew = true;
+      }
+    }
+  }
+  for (int root : roots) found.erase(root);
+  return std::vector<int>(found.begin(), found.end());
+}
+
+std::vector<std::string> ServiceFixture::OurCgroups() {
+  std::ifstream self("/proc/self/cgroup");
+  std::string line, memory;
+  while (std::getline(self, line)) {
+    if (line.find(":memory:") != std::string::npos) memory = line.substr(line.rfind(':') + 1);
+  }
+  std::string parent = absl::StrCat("/sys/fs/cgroup/memory", memory == "/" ? "" : memory);
+  std::vector<std::string> out;
+  ListCgroups(parent, absl::StrCat("zygo-", getpid(), "-"), false, &out);
+  return out;
+}
+
+int ServiceFixture::OpenFdCount() {
+  int count = 0;
+  DIR* fds = opendir("/proc/self/fd");
+  if (fds == nullptr) return -1;
+  while (struct dirent* entry = readdir(fds)) {
+    if (entry->d_name[0] != '.') ++count;
+  }
+  closedir(fds);
+  return count;
+}
+
+}  // namespace zygo::supervisor

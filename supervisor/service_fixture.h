@@ -1,0 +1,42 @@
+// A test fixture running the real service core (real sandboxes, real agents) on a fresh
+// state dir, with synchronous helpers around the asynchronous Exec.
+#ifndef ZYGO_SUPERVISOR_SERVICE_FIXTURE_H_
+#define ZYGO_SUPERVISOR_SERVICE_FIXTURE_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "supervisor/supervisor_service.h"
+
+namespace zygo::supervisor {
+
+class ServiceFixture : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+
+  // Writes `files` (name, content) into the code dir, then registers the TOML.
+  void Up(const std::string& toml);
+  void WriteCode(const std::string& name, const std::string& content);
+  ExecReply Call(const std::string& name, const std::string& event = "",
+                 const std::string& script = "");
+
+  // The agents of this test's own sandboxes (their grandparent is this process), and
+  // every process below them (spares and requests).
+  static std::vector<int> OurAgents();
+  static std::vector<int> DescendantsOf(const std::vector<int>& roots);
+  // Our own cgroups (named zygo-<our pid>-*) in the memory hierarchy, recursively.
+  static std::vector<std::string> OurCgroups();
+  static int OpenFdCount();
+
+  std::unique_ptr<core::CgroupDriver> cgroups_;
+  std::string dir_;   // code dir and base dir for specs
+  std::unique_ptr<SupervisorService> service_;
+  int workers_ = 16;
+};
+
+}  // namespace zygo::supervisor
+
+#endif  // ZYGO_SUPERVISOR_SERVICE_FIXTURE_H_

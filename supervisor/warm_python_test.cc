@@ -1,0 +1,312 @@
+// Warm Python functions end to end through the service core, with real sandboxes and the
+// embedded-CPython agent: results and errors, every way a request can go wrong, and what
+// each request must not share with another.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <future>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "supervisor/service_fixture.h"
+
+namespace zygo::supervisor {
+namespace {
+
+constexpr char kHandlers[] = R"(import os, random, sys, tempfile, time, uuid
+
+calls = 0  # module state: every request must see the zygote's copy, untouched
+
+def echo(event):
+    return event
+
+def count(event):
+    global calls
+    calls += 1
+    return calls
+
+def noisy(event):
+    print("to stdout")
+    print("to stderr", file=sys.stderr)
+    return "done"
+
+def boom(event):
+    raise ValueError("bad input: " + str(event))
+
+def spin(event):
+    while True:
+        pass
+
+def hog(event):
+    blocks = []
+    while True:
+        blocks.append(bytearray(16 << 20))
+
+def segfault(event):
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+def close_stdout(event):
+    os.close(1)
+    return "still answered"
+
+def sleep(event):
+    time.sleep(event)
+    return "slept"
+
+def unique(event):
+    return {"random": random.random(), "uuid": str(uuid.uuid4()), "pid": os.getpid()}
+
+def tmp(event):
+    names = sorted(os.listdir(tempfile.gettempdir()))
+    with open(os.path.join(tempfile.gettempdir(), "mine"), "w") as f:
+        f.write("x")
+    return {"tmpdir": tempfile.gettempdir(), "before": names}
+
+def kill_parent(event):
+    try:
+        os.kill(os.getppid(), signal.SIGKILL)
+        return "killed the zygote"
+    except PermissionError as e:
+        return "refused: " + type(e).__name__
+
+def fds(event):
+    return sorted(int(fd) for fd in os.listdir("/proc/self/fd"))
+
+def unencodable(event):
+    return {1, 2, 3}
+
+import signal
+)";
+
+class WarmPythonTest : public ServiceFixture {
+ protected:
+  void SetUp() override {
+    ServiceFixture::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    WriteCode("handlers.py", kHandlers);
+  }
+
+  void UpHandler(const std::string& function, const std::string& extra = "") {
+    Up(absl::StrCat("name = \"", function, "\"\nentry = \"handlers.py:", function,
+                    "\"\n[limits]\ntimeout = \"2s\"\nmemory = \"128M\"\n", extra));
+  }
+
+  static nlohmann::json Result(const ExecReply& reply) {
+    return nlohmann::json::parse(reply.result_json.empty() ? "null" : reply.result_json);
+  }
+};
+
+TEST_F(WarmPythonTest, EventsAndResultsCrossAsPythonObjects) {
+  UpHandler("echo");
+  for (const char* event :
+       {"null", "true", "42", "123456789012345678901234567890", "-1.5", "\"caf\\u00e9\"",
+        "[1, [2, {\"a\": null}]]", "{\"name\": \"zygo\", \"n\": [1, 2.5, false]}"}) {
+    ExecReply reply = Call("echo", event);
+    ASSERT_TRUE(reply.status.ok()) << reply.status;
+    ASSERT_TRUE(reply.ok) << event << ": " << reply.error_type << " " << reply.error_message;
+    EXPECT_EQ(Result(reply), nlohmann::json::parse(event)) << event;
+  }
+}
+
+TEST_F(WarmPythonTest, MalformedEventIsRefusedBeforeItRuns) {
+  UpHandler("echo");
+  ExecReply reply = Call("echo", "{not json");
+  EXPECT_TRUE(absl::IsInvalidArgument(reply.status)) << reply.status;
+}
+
+TEST_F(WarmPythonTest, EveryRequestStartsFromTheZygotesMemory) {
+  UpHandler("count");
+  for (int i = 0; i < 5; ++i) {
+    ExecReply reply = Call("count");
+    ASSERT_TRUE(reply.ok) << reply.error_message;
+    EXPECT_EQ(Result(reply), 1) << "request " << i << " saw another request's state";
+  }
+}
+
+TEST_F(WarmPythonTest, CapturesStdoutAndStderr) {
+  UpHandler("noisy");
+  ExecReply reply = Call("noisy");
+  ASSERT_TRUE(reply.ok) << reply.error_message;
+  EXPECT_EQ(reply.stdout_data, "to stdout\n");
+  EXPECT_EQ(reply.stderr_data, "to stderr\n");
+  EXPECT_EQ(Result(reply), "done");
+}
+
+TEST_F(WarmPythonTest, ExceptionComesBackWithItsTraceback) {
+  UpHandler("boom");
+  ExecReply reply = Call("boom", "7");
+  ASSERT_TRUE(reply.status.ok()) << reply.status;
+  EXPECT_FALSE(reply.ok);
+  EXPECT_EQ(reply.error_type, "ValueError");
+  EXPECT_EQ(reply.error_message, "bad input: 7");
+  EXPECT_NE(reply.traceback.find("handlers.py"), std::string::npos) << reply.traceback;
+  EXPECT_EQ(reply.outcome.status, "handler_error");
+}
+
+TEST_F(WarmPythonTest, UnencodableResultIsAResultError) {
+  UpHandler("unencodable");
+  ExecReply reply = Call("unencodable");
+  EXPECT_FALSE(reply.ok);
+  EXPECT_EQ(reply.error_type, "ResultError");
+}
+
+TEST_F(WarmPythonTest, LoopPastDeadlineIsKilledAndTheFunctionServesOn) {
+  UpHandler("spin");
+  auto start = std::chrono::steady_clock::now();
+  ExecReply reply = Call("spin");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(6));
+  EXPECT_EQ(reply.outcome.status, "timeout");
+  EXPECT_EQ(reply.outcome.exit_code, 137);
+  UpHandler("echo");
+  EXPECT_TRUE(Call("echo", "1").ok);
+  EXPECT_EQ(Call("spin").outcome.status, "timeout") << "the same function, again";
+}
+
+TEST_F(WarmPythonTest, MemoryExhaustionIsAnOomKill) {
+  UpHandler("hog", "");
+  ExecReply reply = Call("hog");
+  ASSERT_TRUE(reply.status.ok()) << reply.status;
+  EXPECT_EQ(reply.outcome.status, "oom") << reply.error_type << " " << reply.error_message;
+  EXPECT_TRUE(reply.outcome.oom_killed);
+}
+
+TEST_F(WarmPythonTest, CrashIsReportedAsSignal) {
+  UpHandler("segfault");
+  ExecReply reply = Call("segfault");
+  ASSERT_TRUE(reply.status.ok()) << reply.status;
+  EXPECT_EQ(reply.outcome.signal, SIGSEGV);
+  EXPECT_EQ(reply.error_type, "crashed");
+}
+
+TEST_F(WarmPythonTest, HandlerThatClosesStdoutStillAnswers) {
+  UpHandler("close_stdout");
+  ExecReply reply = Call("close_stdout");
+  ASSERT_TRUE(reply.ok) << reply.error_type << ": " << reply.error_message;
+  EXPECT_EQ(Result(reply), "still answered");
+}
+
+TEST_F(WarmPythonTest, RandomStateAndUuidDifferPerRequest) {
+  UpHandler("unique");
+  std::set<std::string> randoms, uuids;
+  for (int i = 0; i < 5; ++i) {
+    ExecReply reply = Call("unique");
+    ASSERT_TRUE(reply.ok) << reply.error_message;
+    nlohmann::json result = Result(reply);
+    randoms.insert(result["random"].dump());
+    uuids.insert(result["uuid"].get<std::string>());
+  }
+  EXPECT_EQ(randoms.size(), 5u);
+  EXPECT_EQ(uuids.size(), 5u);
+}
+
+TEST_F(WarmPythonTest, EachRequestHasItsOwnEmptyTmp) {
+  UpHandler("tmp");
+  ExecReply first = Call("tmp");
+  ExecReply second = Call("tmp");
+  ASSERT_TRUE(first.ok && second.ok) << first.error_message << second.error_message;
+  EXPECT_EQ(Result(first)["before"], nlohmann::json::array()) << "the first request wrote a file";
+  EXPECT_EQ(Result(second)["before"], nlohmann::json::array())
+      << "the second request saw the first one's file";
+  EXPECT_NE(Result(first)["tmpdir"], Result(second)["tmpdir"]);
+}
+
+TEST_F(WarmPythonTest, RequestCannotSignalTheZygote) {
+  UpHandler("kill_parent");
+  ExecReply reply = Call("kill_parent");
+  ASSERT_TRUE(reply.ok) << reply.error_message;
+  EXPECT_EQ(Result(reply), "refused: PermissionError");
+  // The zygote survived: the next request runs on it.
+  EXPECT_TRUE(Call("kill_parent").ok);
+}
+
+TEST_F(WarmPythonTest, RequestSeesOnlyItsOwnFds) {
+  UpHandler("fds");
+  ExecReply reply = Call("fds");
+  ASSERT_TRUE(reply.ok) << reply.error_message;
+  // stdin, stdout, stderr, its channel to the supervisor, and the listing's own fd.
+  EXPECT_LE(Result(reply).size(), 5u) << reply.result_json;
+}
+
+TEST_F(WarmPythonTest, CancelKillsTheRequest) {
+  UpHandler("sleep");
+  ASSERT_TRUE(Call("sleep", "0").ok);
+  std::vector<int> before = DescendantsOf(OurAgents());
+  std::promise<ExecReply> promise;
+  ExecRequest request;
+  request.function = "sleep";
+  request.event_json = "30";
+  auto handle = service_->Exec(request, [&](ExecReply reply) { promise.set_value(reply); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  handle->Cancel();
+  auto future = promise.get_future();
+  ASSERT_EQ(future.wait_for(std::chrono::seconds(3)), std::future_status::ready);
+  EXPECT_TRUE(absl::IsCancelled(future.get().status));
+  // The sleeping request is gone: only the zygote's spares are left below it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_LE(DescendantsOf(OurAgents()).size(), before.size() + 1);
+}
+
+TEST_F(WarmPythonTest, ZygoteKilledFromOutsideGivesATypedErrorThenRewarms) {
+  UpHandler("sleep");
+  ASSERT_TRUE(Call("sleep", "0").ok);
+  std::promise<ExecReply> promise;
+  ExecRequest request;
+  request.function = "sleep";
+  request.event_json = "1";
+  service_->Exec(request, [&](ExecReply reply) { promise.set_value(reply); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  std::vector<int> agents = OurAgents();
+  ASSERT_EQ(agents.size(), 1u);
+  kill(agents[0], SIGKILL);
+  ExecReply in_flight = promise.get_future().get();
+  EXPECT_TRUE(absl::IsUnavailable(in_flight.status)) << in_flight.status;
+  ExecReply after = Call("sleep", "0");
+  ASSERT_TRUE(after.status.ok()) << after.status;
+  EXPECT_TRUE(after.ok);
+}
+
+TEST_F(WarmPythonTest, ImportErrorIsReportedWithTheAgentsOutput) {
+  WriteCode("broken.py", "import no_such_module_anywhere\n");
+  Up("name = \"broken\"\nentry = \"broken.py:main\"\n");
+  ExecReply reply = Call("broken");
+  EXPECT_TRUE(absl::IsFailedPrecondition(reply.status)) << reply.status;
+  EXPECT_NE(reply.status.message().find("no_such_module_anywhere"), std::string::npos)
+      << reply.status;
+}
+
+TEST_F(WarmPythonTest, ThousandRequestsAtOnce) {
+  UpHandler("echo");
+  constexpr int kRequests = 1000;
+  std::vector<std::promise<ExecReply>> promises(kRequests);
+  for (int i = 0; i < kRequests; ++i) {
+    ExecRequest request;
+    request.function = "echo";
+    request.event_json = absl::StrCat(i);
+    service_->Exec(request, [&promises, i](ExecReply reply) { promises[i].set_value(reply); });
+  }
+  for (int i = 0; i < kRequests; ++i) {
+    ExecReply reply = promises[i].get_future().get();
+    ASSERT_TRUE(reply.ok) << i << ": " << reply.status << " " << reply.error_message;
+    EXPECT_EQ(Result(reply), i);
+  }
+}
+
+TEST_F(WarmPythonTest, RuntimePoolRunsScriptsByDigest) {
+  Up("name = \"pool\"\npool = true\npreload = [\"json\"]\n");
+  auto first = service_->PutScript("def handler(event):\n    return ['first', event]\n");
+  auto second = service_->PutScript("def handler(event):\n    return ['second', event]\n");
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_EQ(Result(Call("pool", "1", *first)), nlohmann::json::parse(R"(["first", 1])"));
+  EXPECT_EQ(Result(Call("pool", "2", *second)), nlohmann::json::parse(R"(["second", 2])"));
+  EXPECT_TRUE(absl::IsNotFound(Call("pool", "3", "sha256:" + std::string(64, 'a')).status));
+  EXPECT_TRUE(absl::IsInvalidArgument(Call("pool", "3").status)) << "a pool call names a script";
+}
+
+}  // namespace
+}  // namespace zygo::supervisor
