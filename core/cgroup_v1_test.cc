@@ -112,6 +112,47 @@ TEST_F(FakeCgroupV1Tree, ACgroup2DirectoryIsNotAV1Hierarchy) {
       << driver.status();
 }
 
+// A pid no process has: a child that has been reaped.
+pid_t DeadPid() {
+  pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  waitpid(pid, nullptr, 0);
+  return pid;
+}
+
+TEST_F(FakeCgroupV1Tree, CreateSweepsADeadOwnersCgroupWithItsNestedOnes) {
+  const pid_t dead = DeadPid();
+  const fs::path stale = root_ / "pids" / absl::StrCat("zygo-", dead, "-0");
+  fs::create_directories(stale / absl::StrCat("request-", dead, "-7"));
+  const fs::path live = root_ / "pids" / absl::StrCat("zygo-", ::getppid(), "-0");
+  fs::create_directories(live / "request-1");
+  std::unique_ptr<CgroupDriver> driver = Probe();
+  ASSERT_NE(driver, nullptr);
+  ASSERT_TRUE(fs::exists(stale)) << "the probe alone sweeps nothing";
+  absl::StatusOr<std::unique_ptr<Cgroup>> cgroup = driver->Create({});
+  ASSERT_TRUE(cgroup.ok()) << cgroup.status();
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_TRUE(fs::exists(live / "request-1")) << "a live owner's cgroups are not ours to remove";
+}
+
+TEST_F(FakeCgroupV1Tree, CreateChildNestsInEveryHierarchyWithItsOwnLimits) {
+  std::unique_ptr<CgroupDriver> driver = Probe();
+  ASSERT_NE(driver, nullptr);
+  absl::StatusOr<std::unique_ptr<Cgroup>> parent = driver->Create({.memory_bytes = 64 << 20});
+  ASSERT_TRUE(parent.ok()) << parent.status();
+  absl::StatusOr<std::unique_ptr<Cgroup>> child =
+      (*parent)->CreateChild({.memory_bytes = 16 << 20, .pids_max = 3});
+  ASSERT_TRUE(child.ok()) << child.status();
+  const std::vector<std::string> parents = (*parent)->paths();
+  const std::vector<std::string> children = (*child)->paths();
+  ASSERT_EQ(children.size(), parents.size());
+  for (size_t i = 0; i < children.size(); ++i) {
+    EXPECT_EQ(fs::path(children[i]).parent_path(), fs::path(parents[i]));
+  }
+  EXPECT_EQ(ReadAll(fs::path(children[0]) / "memory.limit_in_bytes"), "16777216");
+  EXPECT_EQ(ReadAll(fs::path(children[1]) / "pids.max"), "3");
+}
+
 TEST_F(FakeCgroupV1Tree, CreateWritesLimitsIntoEachHierarchy) {
   std::unique_ptr<CgroupDriver> driver = Probe();
   ASSERT_NE(driver, nullptr);

@@ -10,6 +10,7 @@
 
 #include <cstdio>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -81,13 +82,7 @@ absl::StatusOr<std::unique_ptr<Zygote>> Zygote::Start(ZygoteConfig config) {
   }
   zygote->warm_time_ = absl::FromChrono(std::chrono::steady_clock::now() - start);
   lock.unlock();
-  for (int i = 0; i < zygote->config_.spares; ++i) {
-    absl::Status asked = zygote->RequestSpare();
-    if (!asked.ok()) {
-      zygote->Stop();
-      return asked;
-    }
-  }
+  zygote->TopUpSpares();
   return zygote;
 }
 
@@ -265,10 +260,17 @@ void Zygote::HandleForked(wire::ReceivedFrame& received) {
     spare->cgroup = *std::move(own);
   }
   spare->admit_us = MicrosSince(admit_start);
-  std::lock_guard<std::mutex> lock(mu_);
-  if (dead_.load()) return;
-  ready_.push_back(std::move(spare));
-  changed_.notify_all();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (dead_.load()) return;
+    // Forked for a request that has been served meanwhile: not needed, unless short.
+    if (waiters_ > 0 || static_cast<int>(ready_.size()) < config_.spares) {
+      ready_.push_back(std::move(spare));
+      changed_.notify_all();
+      return;
+    }
+  }
+  DestroySpare(std::move(spare));
 }
 
 absl::Status Zygote::RequestSpare() {
@@ -298,21 +300,47 @@ absl::StatusOr<std::unique_ptr<Zygote::Spare>> Zygote::TakeSpare(int64_t wait_ms
     if (Clock::now() >= deadline) {
       return absl::DeadlineExceededError("no process was free before the request's deadline");
     }
-    // A spare lost on the way (refused, failed to admit) is replaced here.
-    if (spawning_.empty()) {
-      lock.unlock();
-      RequestSpare().IgnoreError();
-      lock.lock();
-      continue;
-    }
+    // Demand beyond the spares: one more is forked for each waiting request (a lost one
+    // is replaced the same way).
+    ++waiters_;
+    lock.unlock();
+    TopUpSpares();
+    lock.lock();
     changed_.wait_for(lock, std::chrono::milliseconds(5));
+    --waiters_;
   }
   std::unique_ptr<Spare> spare = std::move(ready_.front());
   ready_.pop_front();
   lock.unlock();
   // Replace it at once, off this request's path (the zygote forks while we run).
-  RequestSpare().IgnoreError();
+  TopUpSpares();
   return spare;
+}
+
+// Keeps ready + being forked at the configured number of spares, never more: a burst of
+// requests is served as spares become free, not by forking without bound.
+void Zygote::TopUpSpares() {
+  int missing;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    missing = config_.spares + waiters_ - static_cast<int>(ready_.size() + spawning_.size());
+  }
+  for (int i = 0; i < missing; ++i) {
+    if (!RequestSpare().ok()) return;
+  }
+}
+
+// After a burst: spares beyond the configured number hold pre-faulted memory for nobody.
+void Zygote::TrimSpares() {
+  std::vector<std::unique_ptr<Spare>> surplus;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    while (waiters_ == 0 && static_cast<int>(ready_.size()) > config_.spares) {
+      surplus.push_back(std::move(ready_.back()));
+      ready_.pop_back();
+    }
+  }
+  for (auto& spare : surplus) DestroySpare(std::move(spare));
 }
 
 std::optional<int> Zygote::WaitExitStatus(uint64_t spare_id, absl::Duration wait) {

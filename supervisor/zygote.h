@@ -81,6 +81,8 @@ class Zygote {
   void ReaderLoop();
   void HandleForked(wire::ReceivedFrame& received);
   absl::Status RequestSpare();
+  void TopUpSpares();
+  void TrimSpares();
   absl::StatusOr<std::unique_ptr<Spare>> TakeSpare(int64_t wait_ms, const CancelSignal& cancel);
   void MarkDead(const std::string& why);
   std::optional<int> WaitExitStatus(uint64_t spare_id, absl::Duration wait);
@@ -105,6 +107,7 @@ class Zygote {
   std::deque<std::unique_ptr<Spare>> ready_;
   std::map<uint64_t, Clock::time_point> spawning_;  // Spawn sent, Forked not yet received
   uint64_t next_spare_id_ = 1;
+  int waiters_ = 0;  // requests waiting for a spare
   std::map<uint64_t, int> exit_status_;  // spare id -> wait status, from the zygote's Done
   std::string log_tail_;                 // the end of the agent's own output
   std::atomic<bool> dead_{false};

@@ -270,10 +270,11 @@ void Zygote::Run(const SpareRequest& request, const CancelSignal& cancel,
   deliver(std::move(reply));
 
   // After the reply: the child exits by itself; its cgroup goes once it is empty.
-  if (answer.ending == Ending::kDone || answer.ending == Ending::kFailed) {
-    if (!WaitExitStatus(spare->id, absl::Seconds(1)).has_value()) KillSpare(*spare);
+  if (!status.has_value() && !WaitExitStatus(spare->id, absl::Seconds(1)).has_value()) {
+    KillSpare(*spare);
   }
   DestroySpare(std::move(spare));
+  TrimSpares();
 }
 
 }  // namespace zygo::supervisor

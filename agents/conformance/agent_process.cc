@@ -55,8 +55,7 @@ absl::StatusOr<std::unique_ptr<AgentProcess>> AgentProcess::Start(const AgentCom
     ::execve(argv[0], argv.data(), envp.data());
     ::_exit(127);
   }
-  return std::unique_ptr<AgentProcess>(
-      new AgentProcess(pid, std::move(pair->first), stderr_path));
+  return std::unique_ptr<AgentProcess>(new AgentProcess(pid, std::move(pair->first), stderr_path));
 }
 
 AgentProcess::~AgentProcess() {
@@ -81,8 +80,8 @@ absl::StatusOr<wire::ReceivedFrame> AgentProcess::Next(wire::MessageType type, u
         wire::ReceiveFrame(channel_.get(), deadline - absl::Now());
     if (!received.ok()) {
       return absl::Status(received.status().code(),
-                          absl::StrCat("waiting for ", wire::MessageTypeName(type), "(",
-                                       request_id, "): ", received.status().message()));
+                          absl::StrCat("waiting for ", wire::MessageTypeName(type), "(", request_id,
+                                       "): ", received.status().message()));
     }
     if (received->frame.type == type && received->frame.request_id == request_id) return received;
     pending_.push_back(std::move(*received));
@@ -117,13 +116,13 @@ absl::StatusOr<wire::DoneMessage> AgentProcess::Reaped(uint64_t spare_id) {
 }
 
 absl::StatusOr<int> AgentProcess::WaitExit(absl::Duration timeout) {
+  if (reaped_) return wstatus_;
   const absl::Time deadline = absl::Now() + timeout;
   for (;;) {
-    int wstatus = 0;
-    const pid_t done = ::waitpid(pid_, &wstatus, WNOHANG);
+    const pid_t done = ::waitpid(pid_, &wstatus_, WNOHANG);
     if (done == pid_) {
       reaped_ = true;
-      return wstatus;
+      return wstatus_;
     }
     if (done < 0) return base::ErrnoStatus(errno, "waitpid(agent)");
     if (absl::Now() > deadline) return absl::DeadlineExceededError("the agent did not exit");

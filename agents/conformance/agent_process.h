@@ -35,7 +35,7 @@ struct AgentCommand {
 // One spare, as the supervisor knows it after Forked.
 struct Spare {
   uint64_t id = 0;
-  pid_t pid = 0;          // sender_pid of the Forked frame: the kernel's word.
+  pid_t pid = 0;            // sender_pid of the Forked frame: the kernel's word.
   int64_t claimed_pid = 0;  // The Forked payload's pid.
   size_t forked_fds = 0;
   base::UniqueFd channel;  // The supervisor's end of the child channel.
@@ -66,7 +66,7 @@ class AgentProcess {
   // Closes the supervisor's end of the zygote channel.
   void HangUp() { channel_.Reset(); }
 
-  // The agent's wait status once it exits within `timeout`.
+  // The agent's wait status once it exits within `timeout` (again on later calls).
   absl::StatusOr<int> WaitExit(absl::Duration timeout);
 
   std::string Stderr() const;
@@ -77,6 +77,7 @@ class AgentProcess {
 
   pid_t pid_;
   bool reaped_ = false;
+  int wstatus_ = 0;
   base::UniqueFd channel_;
   std::string stderr_path_;
   std::deque<wire::ReceivedFrame> pending_;

@@ -68,9 +68,9 @@ absl::StatusOr<PyRef> Interpreter::ImportFunction(const std::string& file,
   if (!loaded_from) api_->PyErr_Clear();
   const std::string loaded = StrOf(*api_, loaded_from.get());
   if (RealPath(loaded) != RealPath(file)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "module name '", name, "' is already taken by ", loaded.empty() ? "a built-in" : loaded,
-        "; rename ", file));
+    return absl::FailedPreconditionError(
+        absl::StrCat("module name '", name, "' is already taken by ",
+                     loaded.empty() ? "a built-in" : loaded, "; rename ", file));
   }
   PyRef callable(*api_, api_->PyObject_GetAttrString(module.get(), function.c_str()));
   if (!callable) {
@@ -135,8 +135,8 @@ absl::Status Interpreter::PointTempDirAt(const std::string& dir) {
   PyRef value(api, api.PyUnicode_FromString(dir.c_str()));
   if (!key || !value || api.PyObject_SetItem(os_environ_.get(), key.get(), value.get()) != 0) {
     const PythonError error = TakeError();
-    return absl::InternalError(absl::StrCat("os.environ['TMPDIR'] = ", dir, ": ", error.type, ": ",
-                                            error.message));
+    return absl::InternalError(
+        absl::StrCat("os.environ['TMPDIR'] = ", dir, ": ", error.type, ": ", error.message));
   }
   // tempfile caches its choice in tempfile.tempdir on first use; None makes it look again.
   PyObject* tempfile = api.PyDict_GetItemString(api.PyImport_GetModuleDict(), "tempfile");

@@ -97,9 +97,11 @@ absl::Status RemoveContents(int dir_fd, const std::string& path, int depth) {
 std::string RequestTmpDir(uint64_t spare_id) { return absl::StrCat("/tmp/zygo-req-", spare_id); }
 
 absl::Status MakeRequestTmpDir(const std::string& dir) {
-  if (::mkdir(dir.c_str(), 0700) != 0) return ErrnoStatus(errno, absl::StrCat("mkdir(", dir, ", 0700)"));
+  if (::mkdir(dir.c_str(), 0700) != 0)
+    return ErrnoStatus(errno, absl::StrCat("mkdir(", dir, ", 0700)"));
   // mkdir applies the umask, which can only remove bits; 0700 is what we mean whatever it is.
-  if (::chmod(dir.c_str(), 0700) != 0) return ErrnoStatus(errno, absl::StrCat("chmod(", dir, ", 0700)"));
+  if (::chmod(dir.c_str(), 0700) != 0)
+    return ErrnoStatus(errno, absl::StrCat("chmod(", dir, ", 0700)"));
   return absl::OkStatus();
 }
 
@@ -138,7 +140,8 @@ absl::Status DieWithParent(pid_t parent) {
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) {
     return ErrnoStatus(errno, "prctl(PR_SET_PDEATHSIG, SIGKILL)");
   }
-  if (::getppid() != parent) return absl::AbortedError("the zygote exited before the spare was ready");
+  if (::getppid() != parent)
+    return absl::AbortedError("the zygote exited before the spare was ready");
   return absl::OkStatus();
 }
 
@@ -150,7 +153,8 @@ absl::Status RemoveTree(const std::string& dir) {
   }
   if (absl::Status status = RemoveContents(root.get(), dir, 0); !status.ok()) return status;
   root.Reset();
-  if (::rmdir(dir.c_str()) != 0 && errno != ENOENT) return ErrnoStatus(errno, absl::StrCat("rmdir(", dir, ")"));
+  if (::rmdir(dir.c_str()) != 0 && errno != ENOENT)
+    return ErrnoStatus(errno, absl::StrCat("rmdir(", dir, ")"));
   return absl::OkStatus();
 }
 

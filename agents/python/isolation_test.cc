@@ -60,10 +60,10 @@ TEST(IsolationTest, LandlockAllowsWritesOnlyBeneathTheTmpDir) {
   if (child == 0) {
     absl::StatusOr<int> applied = RestrictToRequest(tmp);
     if (!applied.ok() || *applied != abi) ::_exit(10);
-    if (CreateErrno(tmp + "/inside") != 0) ::_exit(11);          // Allowed.
-    if (CreateErrno(base + "/outside") != EACCES) ::_exit(12);    // Denied.
+    if (CreateErrno(tmp + "/inside") != 0) ::_exit(11);            // Allowed.
+    if (CreateErrno(base + "/outside") != EACCES) ::_exit(12);     // Denied.
     if (::open("/dev/null", O_WRONLY | O_TRUNC) < 0) ::_exit(13);  // Allowed.
-    if (::open("/etc/hostname", O_RDONLY) < 0) ::_exit(14);       // Reads stay allowed.
+    if (::open("/etc/hostname", O_RDONLY) < 0) ::_exit(14);        // Reads stay allowed.
     if (abi >= 6) {
       // The parent is outside the new domain: even signal 0 is refused. Itself: allowed.
       if (::kill(::getppid(), 0) == 0 || errno != EPERM) ::_exit(15);

@@ -47,7 +47,8 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
       flags.pool = true;
       continue;
     }
-    if (i + 1 >= argc) return absl::InvalidArgumentError(absl::StrCat(arg, ": missing value; ", kUsage));
+    if (i + 1 >= argc)
+      return absl::InvalidArgumentError(absl::StrCat(arg, ": missing value; ", kUsage));
     const std::string value = argv[++i];
     if (arg == "--fd") {
       if (!absl::SimpleAtoi(value, &flags.fd) || flags.fd < 0) {
@@ -64,16 +65,19 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
     }
   }
   if (flags.pool == !entry.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("give exactly one of --entry and --pool; ", kUsage));
+    return absl::InvalidArgumentError(
+        absl::StrCat("give exactly one of --entry and --pool; ", kUsage));
   }
   if (!flags.pool) {
     const size_t colon = entry.rfind(':');
     if (colon == std::string::npos || colon == 0 || colon + 1 == entry.size()) {
-      return absl::InvalidArgumentError(absl::StrCat("--entry ", entry, " is not FILE.py:FUNCTION"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--entry ", entry, " is not FILE.py:FUNCTION"));
     }
     flags.entry_file = entry.substr(0, colon);
     flags.entry_function = entry.substr(colon + 1);
-    if (flags.entry_file[0] != '/') flags.entry_file = absl::StrCat(flags.code_dir, "/", flags.entry_file);
+    if (flags.entry_file[0] != '/')
+      flags.entry_file = absl::StrCat(flags.code_dir, "/", flags.entry_file);
   }
   return flags;
 }
@@ -85,11 +89,13 @@ absl::Status Serve(const Flags& flags) {
   absl::StatusOr<PythonApi> api =
       library.ok() ? LoadPythonApi(*library) : absl::StatusOr<PythonApi>(library.status());
   if (!api.ok()) {
-    return absl::Status(api.status().code(), absl::StrCat("cannot load Python: ", api.status().message()));
+    return absl::Status(api.status().code(),
+                        absl::StrCat("cannot load Python: ", api.status().message()));
   }
   absl::StatusOr<Interpreter> interpreter = Interpreter::Start(*api);
   if (!interpreter.ok()) return interpreter.status();
-  if (absl::Status status = interpreter->PrependSysPath(flags.code_dir); !status.ok()) return status;
+  if (absl::Status status = interpreter->PrependSysPath(flags.code_dir); !status.ok())
+    return status;
   if (absl::Status status = interpreter->ImportModules(flags.preload); !status.ok()) return status;
   PyRef function;
   if (!flags.pool) {
@@ -103,7 +109,8 @@ absl::Status Serve(const Flags& flags) {
       wire::Encode(wire::HelloMessage{"python", wire::kProtocolVersion, ::getpid()});
   if (!hello.ok()) return hello.status();
   if (absl::Status status = wire::SendFrame(flags.fd, *hello, {}); !status.ok()) {
-    return absl::Status(status.code(), absl::StrCat("Hello on fd ", flags.fd, ": ", status.message()));
+    return absl::Status(status.code(),
+                        absl::StrCat("Hello on fd ", flags.fd, ": ", status.message()));
   }
   const char* verbose = ::getenv("ZYGO_AGENT_VERBOSE");
   PythonSpareRunner runner(*interpreter, function.get(), verbose != nullptr && *verbose == '1');

@@ -58,8 +58,8 @@ ChildReport WriteInChild(char* region, bool prefault) {
 }
 
 TEST(PrefaultTest, SharedPagesAreFaultedAheadOfTheWrites) {
-  void* mapped = ::mmap(nullptr, kRegionSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                        -1, 0);
+  void* mapped =
+      ::mmap(nullptr, kRegionSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(mapped, MAP_FAILED);
   char* region = static_cast<char*>(mapped);
   // Transparent huge pages would make one fault cover 512 pages and blur the counts.
@@ -74,11 +74,12 @@ TEST(PrefaultTest, SharedPagesAreFaultedAheadOfTheWrites) {
   const ChildReport prefaulted = WriteInChild(region, true);
   EXPECT_GE(prefaulted.pages_touched, pages);
   EXPECT_LT(prefaulted.faults_on_write, 100);
-  std::printf("prefault: %zu pages (%zu MiB shared region + the test's own) in %lld us, %.2f us "
-              "per page; writes afterwards took %ld faults (%ld without the prefault)\n",
-              prefaulted.pages_touched, kRegionSize >> 20, prefaulted.prefault_us,
-              static_cast<double>(prefaulted.prefault_us) / prefaulted.pages_touched,
-              prefaulted.faults_on_write, plain.faults_on_write);
+  std::printf(
+      "prefault: %zu pages (%zu MiB shared region + the test's own) in %lld us, %.2f us "
+      "per page; writes afterwards took %ld faults (%ld without the prefault)\n",
+      prefaulted.pages_touched, kRegionSize >> 20, prefaulted.prefault_us,
+      static_cast<double>(prefaulted.prefault_us) / prefaulted.pages_touched,
+      prefaulted.faults_on_write, plain.faults_on_write);
   ::munmap(region, kRegionSize);
 }
 

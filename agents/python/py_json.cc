@@ -23,9 +23,7 @@ class PythonBuilder {
   bool null() { return Add(PyRef::Borrow(api_, api_.None())); }
   bool boolean(bool value) { return Add(PyRef::Borrow(api_, value ? api_.True() : api_.False())); }
   bool number_integer(int64_t value) { return Add(New(api_.PyLong_FromLongLong(value))); }
-  bool number_unsigned(uint64_t value) {
-    return Add(New(api_.PyLong_FromUnsignedLongLong(value)));
-  }
+  bool number_unsigned(uint64_t value) { return Add(New(api_.PyLong_FromUnsignedLongLong(value))); }
   bool number_float(double value, const std::string& text) {
     // nlohmann falls back to a double for integers past 64 bits; the text keeps them exact.
     if (text.find_first_of(".eE") == std::string::npos) {
@@ -86,8 +84,9 @@ class PythonBuilder {
       return true;
     }
     Level& level = stack_.back();
-    const int rc = level.is_dict ? api_.PyDict_SetItem(level.container.get(), level.key.get(), value.get())
-                                 : api_.PyList_Append(level.container.get(), value.get());
+    const int rc = level.is_dict
+                       ? api_.PyDict_SetItem(level.container.get(), level.key.get(), value.get())
+                       : api_.PyList_Append(level.container.get(), value.get());
     level.key.Reset();
     return rc == 0 || PythonFailed();
   }
@@ -121,13 +120,27 @@ void AppendJsonString(absl::string_view utf8, std::string& out) {
   for (char c : utf8) {
     const auto byte = static_cast<unsigned char>(c);
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
       default:
         if (byte < 0x20) {
           out += "\\u00";
@@ -147,7 +160,8 @@ class JsonWriter {
 
   absl::Status Write(PyObject* value, int depth) {
     if (out_.size() > max_size_) {
-      return absl::InvalidArgumentError(absl::StrCat("result is larger than ", max_size_, " bytes"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("result is larger than ", max_size_, " bytes"));
     }
     if (depth > kMaxJsonDepth) {
       return absl::InvalidArgumentError(
@@ -183,7 +197,8 @@ class JsonWriter {
   }
 
   std::string TypeName(PyObject* value) {
-    PyRef name(api_, api_.PyObject_GetAttrString(reinterpret_cast<PyObject*>(Py_TYPE(value)), "__name__"));
+    PyRef name(
+        api_, api_.PyObject_GetAttrString(reinterpret_cast<PyObject*>(Py_TYPE(value)), "__name__"));
     if (!name) api_.PyErr_Clear();
     return name ? StrOf(api_, name.get()) : "?";
   }
@@ -269,8 +284,8 @@ absl::StatusOr<std::string> PythonToJson(const PythonApi& api, PyObject* value, 
   if (absl::Status status = writer.Write(value, 0); !status.ok()) return status;
   std::string out = writer.Take();
   if (out.size() > max_size) {
-    return absl::InvalidArgumentError(absl::StrCat("result of ", out.size(),
-                                                   " bytes is larger than ", max_size));
+    return absl::InvalidArgumentError(
+        absl::StrCat("result of ", out.size(), " bytes is larger than ", max_size));
   }
   return out;
 }

@@ -31,8 +31,8 @@ class PyJsonTest : public ::testing::Test {
     PyRef globals(*api_, api_->PyDict_New());
     api_->PyDict_SetItemString(globals.get(), "__builtins__", api_->PyEval_GetBuiltins());
     PyRef code(*api_, api_->Py_CompileString(expression.c_str(), "<test>", Py_eval_input));
-    PyRef value(*api_, code ? api_->PyEval_EvalCode(code.get(), globals.get(), globals.get())
-                            : nullptr);
+    PyRef value(*api_,
+                code ? api_->PyEval_EvalCode(code.get(), globals.get(), globals.get()) : nullptr);
     if (!value) ADD_FAILURE() << expression << ": " << TakePythonError(*api_, nullptr).message;
     return value;
   }
@@ -81,8 +81,7 @@ TEST_F(PyJsonTest, JsonBecomesTheRightPythonTypes) {
 }
 
 TEST_F(PyJsonTest, BadJsonIsAnError) {
-  for (const char* bad : {"", "{", "[1,]", "nan", "{'a': 1}", R"("\ud800")", "1 2",
-                                "\"\xff\""}) {
+  for (const char* bad : {"", "{", "[1,]", "nan", "{'a': 1}", R"("\ud800")", "1 2", "\"\xff\""}) {
     absl::StatusOr<PyRef> value = JsonToPython(*api_, bad);
     EXPECT_EQ(value.status().code(), absl::StatusCode::kInvalidArgument) << bad;
   }

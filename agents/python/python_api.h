@@ -15,60 +15,60 @@
 namespace zygo::agents::python {
 
 // Every function the agent calls. X(name): `name` is both the symbol and the member.
-#define ZYGO_PYTHON_FUNCTIONS(X)                                                           \
-  X(Py_InitializeEx)                                                                       \
-  X(Py_IncRef)                                                                             \
-  X(Py_DecRef)                                                                             \
-  X(PyOS_BeforeFork)                                                                       \
-  X(PyOS_AfterFork_Parent)                                                                 \
-  X(PyOS_AfterFork_Child)                                                                  \
-  X(PyImport_ImportModule)                                                                 \
-  X(PyImport_GetModuleDict)                                                                \
-  X(PySys_GetObject)                                                                       \
-  X(PyObject_GetAttrString)                                                                \
-  X(PyObject_SetAttrString)                                                                \
-  X(PyObject_SetItem)                                                                      \
-  X(PyObject_Str)                                                                          \
-  X(PyObject_Repr)                                                                         \
-  X(PyObject_CallObject)                                                                   \
-  X(PyObject_CallFunctionObjArgs)                                                          \
-  X(PyCallable_Check)                                                                      \
-  X(PyErr_Occurred)                                                                        \
-  X(PyErr_Fetch)                                                                           \
-  X(PyErr_NormalizeException)                                                              \
-  X(PyErr_Clear)                                                                           \
-  X(PyException_SetTraceback)                                                              \
-  X(PyUnicode_FromStringAndSize)                                                           \
-  X(PyUnicode_FromString)                                                                  \
-  X(PyUnicode_AsUTF8String)                                                                \
-  X(PyUnicode_AsEncodedString)                                                             \
-  X(PyUnicode_Join)                                                                        \
-  X(PyBytes_AsStringAndSize)                                                               \
-  X(PyLong_FromLongLong)                                                                   \
-  X(PyLong_FromUnsignedLongLong)                                                           \
-  X(PyLong_FromString)                                                                     \
-  X(PyNumber_Long)                                                                         \
-  X(PyFloat_FromDouble)                                                                    \
-  X(PyFloat_AsDouble)                                                                      \
-  X(PyDict_New)                                                                            \
-  X(PyDict_SetItem)                                                                        \
-  X(PyDict_SetItemString)                                                                  \
-  X(PyDict_GetItemString)                                                                  \
-  X(PyDict_Next)                                                                           \
-  X(PyList_New)                                                                            \
-  X(PyList_SetItem)                                                                        \
-  X(PyList_Insert) \
-  X(PyList_Append) \
-  X(PyList_Size)                                                                           \
-  X(PyList_GetItem)                                                                        \
-  X(PyTuple_Size)                                                                          \
-  X(PyTuple_GetItem)                                                                       \
-  X(PyType_GetFlags)                                                                       \
-  X(PyType_IsSubtype)                                                                      \
-  X(Py_CompileString)                                                                      \
-  X(PyEval_EvalCode)                                                                       \
-  X(PyEval_GetBuiltins)                                                                    \
-  X(PyModule_New)                                                                          \
+#define ZYGO_PYTHON_FUNCTIONS(X)  \
+  X(Py_InitializeEx)              \
+  X(Py_IncRef)                    \
+  X(Py_DecRef)                    \
+  X(PyOS_BeforeFork)              \
+  X(PyOS_AfterFork_Parent)        \
+  X(PyOS_AfterFork_Child)         \
+  X(PyImport_ImportModule)        \
+  X(PyImport_GetModuleDict)       \
+  X(PySys_GetObject)              \
+  X(PyObject_GetAttrString)       \
+  X(PyObject_SetAttrString)       \
+  X(PyObject_SetItem)             \
+  X(PyObject_Str)                 \
+  X(PyObject_Repr)                \
+  X(PyObject_CallObject)          \
+  X(PyObject_CallFunctionObjArgs) \
+  X(PyCallable_Check)             \
+  X(PyErr_Occurred)               \
+  X(PyErr_Fetch)                  \
+  X(PyErr_NormalizeException)     \
+  X(PyErr_Clear)                  \
+  X(PyException_SetTraceback)     \
+  X(PyUnicode_FromStringAndSize)  \
+  X(PyUnicode_FromString)         \
+  X(PyUnicode_AsUTF8String)       \
+  X(PyUnicode_AsEncodedString)    \
+  X(PyUnicode_Join)               \
+  X(PyBytes_AsStringAndSize)      \
+  X(PyLong_FromLongLong)          \
+  X(PyLong_FromUnsignedLongLong)  \
+  X(PyLong_FromString)            \
+  X(PyNumber_Long)                \
+  X(PyFloat_FromDouble)           \
+  X(PyFloat_AsDouble)             \
+  X(PyDict_New)                   \
+  X(PyDict_SetItem)               \
+  X(PyDict_SetItemString)         \
+  X(PyDict_GetItemString)         \
+  X(PyDict_Next)                  \
+  X(PyList_New)                   \
+  X(PyList_SetItem)               \
+  X(PyList_Insert)                \
+  X(PyList_Append)                \
+  X(PyList_Size)                  \
+  X(PyList_GetItem)               \
+  X(PyTuple_Size)                 \
+  X(PyTuple_GetItem)              \
+  X(PyType_GetFlags)              \
+  X(PyType_IsSubtype)             \
+  X(Py_CompileString)             \
+  X(PyEval_EvalCode)              \
+  X(PyEval_GetBuiltins)           \
+  X(PyModule_New)                 \
   X(PyModule_GetDict)
 
 struct PythonApi {
@@ -81,9 +81,9 @@ struct PythonApi {
   PyObject* None() const { return none_struct; }
   PyObject* True() const { return true_struct; }
   PyObject* False() const { return false_struct; }
-  PyObject* none_struct = nullptr;   // "_Py_NoneStruct"
-  PyObject* true_struct = nullptr;   // "_Py_TrueStruct"
-  PyObject* false_struct = nullptr;  // "_Py_FalseStruct"
+  PyObject* none_struct = nullptr;     // "_Py_NoneStruct"
+  PyObject* true_struct = nullptr;     // "_Py_TrueStruct"
+  PyObject* false_struct = nullptr;    // "_Py_FalseStruct"
   PyTypeObject* bool_type = nullptr;   // "PyBool_Type"
   PyTypeObject* float_type = nullptr;  // "PyFloat_Type"
 

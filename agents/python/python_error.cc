@@ -28,8 +28,8 @@ std::string StrOf(const PythonApi& api, PyObject* object) {
     api.PyErr_Clear();
     return "";
   }
-  return BytesValue(api,
-                    PyRef(api, api.PyUnicode_AsEncodedString(text.get(), "utf-8", "backslashreplace")));
+  return BytesValue(
+      api, PyRef(api, api.PyUnicode_AsEncodedString(text.get(), "utf-8", "backslashreplace")));
 }
 
 bool Utf8Of(const PythonApi& api, PyObject* str, std::string& out) {

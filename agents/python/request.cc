@@ -91,14 +91,17 @@ void RunRequest(const PreparedSpare& spare, wire::ReceivedFrame& received,
   PyRef event = PyRef::Borrow(api, api.None());
   if (!run.event.empty()) {
     absl::StatusOr<PyRef> parsed = JsonToPython(api, run.event);
-    if (!parsed.ok()) ReportFailed(spare, id, {"EventError", std::string(parsed.status().message()), ""});
+    if (!parsed.ok())
+      ReportFailed(spare, id, {"EventError", std::string(parsed.status().message()), ""});
     event = std::move(*parsed);
   }
 
   PyRef handler = PyRef::Borrow(api, spare.function);
   if (!handler) {
     if (run.code.empty()) {
-      ReportFailed(spare, id, {"EntryError", absl::StrCat("pool entry ", run.entry, " came without code"), ""});
+      ReportFailed(
+          spare, id,
+          {"EntryError", absl::StrCat("pool entry ", run.entry, " came without code"), ""});
     }
     CallResult loaded = spare.interpreter->LoadScript(run.code, absl::StrCat(run.entry, ".py"));
     if (auto* error = std::get_if<PythonError>(&loaded)) ReportFailed(spare, id, *error);
@@ -107,8 +110,10 @@ void RunRequest(const PreparedSpare& spare, wire::ReceivedFrame& received,
 
   CallResult result = spare.interpreter->Call(handler.get(), event.get());
   if (auto* error = std::get_if<PythonError>(&result)) ReportFailed(spare, id, *error);
-  absl::StatusOr<std::string> json = PythonToJson(api, std::get<PyRef>(result).get(), kMaxResultSize);
-  if (!json.ok()) ReportFailed(spare, id, {"ResultError", std::string(json.status().message()), ""});
+  absl::StatusOr<std::string> json =
+      PythonToJson(api, std::get<PyRef>(result).get(), kMaxResultSize);
+  if (!json.ok())
+    ReportFailed(spare, id, {"ResultError", std::string(json.status().message()), ""});
   ReportDone(spare, id, std::move(*json));
 }
 

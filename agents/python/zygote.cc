@@ -96,8 +96,8 @@ class Zygote {
       case wire::MessageType::kError:
         return absl::OkStatus();  // The supervisor's complaint; nothing to answer.
       default:
-        return absl::InvalidArgumentError(absl::StrCat(
-            "the zygote channel does not take ", wire::MessageTypeName(received.frame.type)));
+        return absl::InvalidArgumentError(absl::StrCat("the zygote channel does not take ",
+                                                       wire::MessageTypeName(received.frame.type)));
     }
   }
 
@@ -121,7 +121,8 @@ class Zygote {
     const int fork_errno = errno;
     runner_.AfterForkInParent();
     if (pid < 0) {
-      const absl::Status status = ErrnoStatus(fork_errno, absl::StrCat("fork(spare ", spare_id, ")"));
+      const absl::Status status =
+          ErrnoStatus(fork_errno, absl::StrCat("fork(spare ", spare_id, ")"));
       Reply(wire::ErrorMessage{spare_id, status.code(), Truncated(status)});
       return;
     }
@@ -172,7 +173,8 @@ class Zygote {
 
 absl::Status BlockChildSignal() {
   const sigset_t set = ChildSignalSet();
-  if (::sigprocmask(SIG_BLOCK, &set, nullptr) != 0) return ErrnoStatus(errno, "sigprocmask(SIGCHLD)");
+  if (::sigprocmask(SIG_BLOCK, &set, nullptr) != 0)
+    return ErrnoStatus(errno, "sigprocmask(SIGCHLD)");
   return absl::OkStatus();
 }
 

@@ -10,6 +10,25 @@
 #include "absl/strings/string_view.h"
 
 namespace zygo::core::internal {
+namespace {
+
+// rmdir of a cgroup and, first, of the cgroups nested in it (a supervisor's per-request
+// ones). A cgroup directory holds only the kernel's files and its children, so the
+// subdirectories are exactly the nested cgroups; a cgroup with members stays.
+void RemoveCgroupTree(const std::string& path, int depth) {
+  if (depth > 8) return;
+  if (DIR* dir = opendir(path.c_str())) {
+    while (struct dirent* entry = readdir(dir)) {
+      absl::string_view name = entry->d_name;
+      if (entry->d_type != DT_DIR || name == "." || name == "..") continue;
+      RemoveCgroupTree(absl::StrCat(path, "/", name), depth + 1);
+    }
+    closedir(dir);
+  }
+  rmdir(path.c_str());
+}
+
+}  // namespace
 
 void SweepStaleCgroups(const std::string& parent_dir, const std::string& prefix) {
   DIR* dir = opendir(parent_dir.c_str());
@@ -26,7 +45,7 @@ void SweepStaleCgroups(const std::string& parent_dir, const std::string& prefix)
     }
     // A live process with that pid (the owner, or an unrelated reuse): leave it.
     if (kill(pid, 0) == 0 || errno != ESRCH) continue;
-    rmdir(absl::StrCat(parent_dir, "/", name).c_str());
+    RemoveCgroupTree(absl::StrCat(parent_dir, "/", name), 0);
   }
   closedir(dir);
 }
