@@ -17,6 +17,7 @@
 #include "images/reference.h"
 #include "images/run_image.h"
 #include "images/store.h"
+#include "net/sandbox_network_plan.h"
 
 namespace zygo::supervisor {
 namespace {
@@ -63,6 +64,22 @@ absl::Status UseStoredImage(const FunctionSpec& function, core::Spec* sandbox) {
   return absl::OkStatus();
 }
 
+// egress/full: the zygote's network, planned (and refused) before any sandbox exists.
+absl::StatusOr<net::SandboxNetworkPlan> PlanFunctionNetwork(const core::Spec& sandbox,
+                                                            const FunctionHost& host) {
+  if (host.network_helper.empty()) {
+    return absl::FailedPreconditionError(
+        "zygo-net (the network helper) was not found next to the supervisor");
+  }
+  net::SandboxNetworkRequest request;
+  request.mode = sandbox.net == core::NetMode::kEgress ? net::SandboxNetMode::kEgress
+                                                       : net::SandboxNetMode::kFull;
+  request.allow = sandbox.allow;
+  if (!host.pasta_path.empty()) request.pasta_path = host.pasta_path;
+  request.dns_upstream = host.dns_upstream;
+  return net::PlanSandboxNetwork(request);
+}
+
 }  // namespace
 
 Function::Function(FunctionSpec spec, const FunctionHost* host)
@@ -86,11 +103,10 @@ FunctionInfo Function::Info() const {
 
 absl::StatusOr<ZygoteConfig> Function::BuildZygoteConfig() const {
   core::Spec sandbox = ToSandboxSpec(spec_);
+  ZygoteConfig config;
   if (sandbox.net == core::NetMode::kEgress || sandbox.net == core::NetMode::kFull) {
-    // TODO(issue 4): the warm half of networking (pasta + nft + resolver per zygote).
-    return absl::UnimplementedError(absl::StrCat(
-        spec_.origin, ": net.mode \"", core::NetModeName(sandbox.net),
-        "\" is not available for warm functions yet (zygo run --net supports it)"));
+    ZYGO_ASSIGN_OR_RETURN(config.network, PlanFunctionNetwork(sandbox, *host_));
+    config.network_helper = host_->network_helper;
   }
   if (sandbox.image != "host" && sandbox.image.rfind("dir:", 0) != 0) {
     ZYGO_RETURN_IF_ERROR(UseStoredImage(spec_, &sandbox));
@@ -125,7 +141,6 @@ absl::StatusOr<ZygoteConfig> Function::BuildZygoteConfig() const {
   sandbox.memory_bytes = spec_.memory_bytes * slots;
   sandbox.pids_limit = spec_.pids_limit * slots;
   sandbox.cpus = std::max(spec_.cpus, 1.0) * 2;
-  ZygoteConfig config;
   ZYGO_ASSIGN_OR_RETURN(config.plan, core::BuildPlan(sandbox));
   config.cgroups = host_->cgroups;
   config.request_limits = {spec_.memory_bytes, spec_.pids_limit, spec_.cpus};

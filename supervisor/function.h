@@ -27,6 +27,9 @@ struct FunctionHost {
   core::CgroupDriver* cgroups = nullptr;  // null: none usable
   std::string python_agent;               // host path of zygo-agent-python
   std::string exec_agent;                 // host path of zygo-agent-exec
+  std::string network_helper;             // host path of zygo-net (egress/full functions)
+  std::string pasta_path;                 // empty: /usr/bin/pasta
+  std::string dns_upstream;               // empty: the host's resolv.conf
   bool allow_unlimited = false;           // run without cgroups when none can be made
   int max_concurrency = 32;               // requests of one function at once
 };

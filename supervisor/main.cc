@@ -159,6 +159,14 @@ int Serve(const ServeFlags& flags) {
   options.host.allow_unlimited = flags.allow_unlimited;
   options.host.python_agent = FindAgent("zygo-agent-python");
   options.host.exec_agent = FindAgent("zygo-agent-exec");
+  absl::StatusOr<std::string> network_helper =
+      cli::FindHelperBinary("zygo-net", "net", "the network helper for egress/full functions");
+  if (network_helper.ok()) options.host.network_helper = *network_helper;
+  // The same test hooks as `zygo run`: a test's pasta and fake DNS server.
+  if (const char* pasta = getenv("ZYGO_PASTA"); pasta != nullptr) options.host.pasta_path = pasta;
+  if (const char* dns = getenv("ZYGO_DNS_UPSTREAM"); dns != nullptr) {
+    options.host.dns_upstream = dns;
+  }
   if (!cgroups.ok() && !flags.allow_unlimited) {
     return Fail(absl::StrCat("no usable cgroups (", cgroups.status().message(),
                              "); run as root, delegate a cgroup, or pass --allow-unlimited"));
@@ -184,9 +192,15 @@ int Serve(const ServeFlags& flags) {
     printf("  function %-16s %s %s on %s\n", info.name.c_str(), info.runtime.c_str(),
            info.pool ? "(runtime pool)" : info.entry.c_str(), info.image.c_str());
   }
-  printf("Try:\n  curl --unix-socket %s -d '{\"name\": \"zygo\"}' http://zygo/v1/functions/hello/exec\n"
-         "  zygo exec hello --data '{\"name\": \"zygo\"}'\n",
-         http_socket.c_str());
+  bool has_demo = false;
+  for (const FunctionInfo& info : (*service)->List()) has_demo = has_demo || info.name == "hello";
+  if (has_demo) {
+    printf("Try:\n  curl --unix-socket %s -d '{\"name\": \"zygo\"}' "
+           "http://zygo/v1/functions/hello/exec\n  zygo exec hello --data '{\"name\": \"zygo\"}'\n",
+           http_socket.c_str());
+  } else {
+    printf("Register a function with: zygo up SPEC.toml (docs/function-spec.md)\n");
+  }
   fflush(stdout);
 
   std::thread http_thread([&] { (*http)->Run(); });

@@ -21,6 +21,7 @@
 #include "core/base/sys/fs.h"
 #include "core/base/sys/process.h"
 #include "core/launch.h"
+#include "net/network_helper.h"
 #include "supervisor/zygote_spare.h"
 
 namespace zygo::supervisor {
@@ -119,6 +120,16 @@ void Zygote::LaunchThread(base::UniqueFd agent_end, base::UniqueFd log_end) {
   options.forward_signals = false;
   options.no_deadline = true;
   options.cgroup = cgroup_.get();
+  std::unique_ptr<net::NetworkHelper> network;
+  if (config_.network.has_value()) {
+    options.before_release = [&](pid_t pid) -> absl::Status {
+      absl::StatusOr<std::unique_ptr<net::NetworkHelper>> started =
+          net::NetworkHelper::Start(config_.network_helper, pid, *config_.network);
+      if (!started.ok()) return started.status();
+      network = *std::move(started);
+      return absl::OkStatus();
+    };
+  }
   options.on_started = [&](pid_t, int pidfd, core::Cgroup*) {
     // Only the agent may hold its end: our copy would hide the agent's exit from us.
     agent_end.Reset();
@@ -130,6 +141,7 @@ void Zygote::LaunchThread(base::UniqueFd agent_end, base::UniqueFd log_end) {
   };
   absl::StatusOr<core::Outcome> outcome =
       core::Launch(config_.plan, config_.cgroups, options);
+  if (network) network->Stop();
   agent_end.Reset();
   log_end.Reset();
   std::string why = "the sandbox ended";

@@ -28,6 +28,7 @@
 #include "core/base/unique_fd.h"
 #include "core/cgroup.h"
 #include "core/plan.h"
+#include "net/sandbox_network_plan.h"
 #include "supervisor/cancel_signal.h"
 #include "supervisor/service.h"
 
@@ -40,6 +41,10 @@ struct ZygoteConfig {
   int spares = 2;
   absl::Duration warm_timeout = absl::Seconds(60);
   std::string name;  // for messages and the log prefix
+  // egress/full: the network the zygote's netns gets before it runs (pasta, nftables, the
+  // resolver), held by zygo-net for the zygote's whole life and shared by its requests.
+  std::optional<net::SandboxNetworkPlan> network;
+  std::string network_helper;  // path of zygo-net
 };
 
 // What one request asks of a spare.
