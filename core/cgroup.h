@@ -49,11 +49,12 @@ class Cgroup {
 
   virtual absl::StatusOr<CgroupUsage> ReadUsage() const = 0;
 
-  // Makes a cgroup nested inside this one with `limits` (the supervisor's per-request
-  // cgroups inside a function's). The child must be destroyed before this one.
-  // v2: Unimplemented for now, since v2 forbids controllers below a cgroup that holds
-  // processes (the zygote would have to move to a leaf of its own first).
-  virtual absl::StatusOr<std::unique_ptr<Cgroup>> CreateChild(const CgroupLimits& limits) = 0;
+  // Makes a cgroup nested inside this one with `limits`, named "<prefix><pid>-<n>" (the
+  // supervisor's zygote leaf and per-request cgroups inside a function's). The child must
+  // be destroyed before this one. v2: this cgroup must hold no process of its own (the
+  // no-internal-process rule), so a sandbox with nested cgroups lives in a leaf sibling.
+  virtual absl::StatusOr<std::unique_ptr<Cgroup>> CreateChild(const CgroupLimits& limits,
+                                                              const std::string& prefix) = 0;
 
   // SIGKILLs every process in the cgroup, repeating until none is left (a process may
   // fork while it is being killed). Only processes inside this cgroup are touched.

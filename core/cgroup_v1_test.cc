@@ -141,7 +141,7 @@ TEST_F(FakeCgroupV1Tree, CreateChildNestsInEveryHierarchyWithItsOwnLimits) {
   absl::StatusOr<std::unique_ptr<Cgroup>> parent = driver->Create({.memory_bytes = 64 << 20});
   ASSERT_TRUE(parent.ok()) << parent.status();
   absl::StatusOr<std::unique_ptr<Cgroup>> child =
-      (*parent)->CreateChild({.memory_bytes = 16 << 20, .pids_max = 3});
+      (*parent)->CreateChild({.memory_bytes = 16 << 20, .pids_max = 3}, "request-");
   ASSERT_TRUE(child.ok()) << child.status();
   const std::vector<std::string> parents = (*parent)->paths();
   const std::vector<std::string> children = (*child)->paths();

@@ -120,6 +120,28 @@ TEST_F(FakeCgroup2Tree, CreateWritesLimitsInTheKernelsFormat) {
   EXPECT_EQ(by_fd.st_dev, by_path.st_dev);
 }
 
+TEST_F(FakeCgroup2Tree, CreateChildEnablesControllersBelowAndNests) {
+  std::unique_ptr<CgroupDriver> driver = Probe();
+  ASSERT_NE(driver, nullptr);
+  absl::StatusOr<std::unique_ptr<Cgroup>> parent = driver->Create({});
+  ASSERT_TRUE(parent.ok()) << parent.status();
+  const fs::path parent_dir = (*parent)->paths()[0];
+  // A fake tree's new directory has no kernel files; give it the one the child needs.
+  WriteAll(parent_dir / "cgroup.subtree_control", "");
+  absl::StatusOr<std::unique_ptr<Cgroup>> child =
+      (*parent)->CreateChild({.memory_bytes = 16 << 20, .pids_max = 4}, "request-");
+  ASSERT_TRUE(child.ok()) << child.status();
+  const fs::path child_dir = (*child)->paths()[0];
+  EXPECT_EQ(child_dir.parent_path(), parent_dir);
+  EXPECT_TRUE(absl::StartsWith(child_dir.filename().string(), "request-")) << child_dir;
+  EXPECT_EQ(ReadAll(parent_dir / "cgroup.subtree_control"), "+memory +pids +cpu");
+  EXPECT_EQ(ReadAll(child_dir / "memory.max"), "16777216");
+  EXPECT_EQ(ReadAll(child_dir / "pids.max"), "4");
+  EXPECT_GE((*child)->clone_into_fd(), 0);
+  fs::remove_all(child_dir);
+  fs::remove_all(parent_dir);
+}
+
 TEST_F(FakeCgroup2Tree, CpusBecomeAQuotaPerHundredMilliseconds) {
   std::unique_ptr<CgroupDriver> driver = Probe();
   ASSERT_NE(driver, nullptr);

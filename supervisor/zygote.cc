@@ -56,6 +56,7 @@ Zygote::~Zygote() {
   Stop();
   // Requests still in flight at Stop() held their own cgroups inside ours; they are gone
   // now (they held a reference to this zygote), so the function's cgroup can go too.
+  if (zygote_cgroup_) zygote_cgroup_->Destroy().IgnoreError();
   if (cgroup_) cgroup_->Destroy().IgnoreError();
 }
 
@@ -99,6 +100,9 @@ absl::Status Zygote::Launch() {
         config_.cgroups->Create(config_.plan.cgroup_limits);
     if (made.ok()) {
       cgroup_ = *std::move(made);
+      // The sandbox lives in a leaf, the requests in its siblings: cgroup v2 enables no
+      // controller below a cgroup that holds processes itself (v1 would not mind).
+      ZYGO_ASSIGN_OR_RETURN(zygote_cgroup_, cgroup_->CreateChild({}, "zygote-"));
     } else if (!config_.plan.spec.allow_unlimited) {
       return made.status();
     }
@@ -119,7 +123,7 @@ void Zygote::LaunchThread(base::UniqueFd agent_end, base::UniqueFd log_end) {
   options.stdio_fds[2] = log_end.get();
   options.forward_signals = false;
   options.no_deadline = true;
-  options.cgroup = cgroup_.get();
+  options.cgroup = zygote_cgroup_.get();
   std::unique_ptr<net::NetworkHelper> network;
   if (config_.network.has_value()) {
     options.before_release = [&](pid_t pid) -> absl::Status {
@@ -259,7 +263,7 @@ void Zygote::HandleForked(wire::ReceivedFrame& received) {
   auto admit_start = std::chrono::steady_clock::now();
   if (cgroup_) {
     absl::StatusOr<std::unique_ptr<core::Cgroup>> own =
-        cgroup_->CreateChild(config_.request_limits);
+        cgroup_->CreateChild(config_.request_limits, "request-");
     absl::Status attached = own.ok() ? (*own)->AttachFromParent(spare->pid) : own.status();
     if (!attached.ok()) {
       fprintf(stderr, "[%s] cannot admit a spare: %s\n", config_.name.c_str(),
@@ -406,6 +410,7 @@ void Zygote::Stop() {
   if (reader_thread_.joinable()) reader_thread_.join();
   if (log_thread_.joinable()) log_thread_.join();
   MarkDead("stopped");
+  if (zygote_cgroup_) zygote_cgroup_->Destroy().IgnoreError();
   if (cgroup_) cgroup_->Destroy().IgnoreError();
 }
 

@@ -97,7 +97,8 @@ class Zygote {
 
   ZygoteConfig config_;
   base::UniqueFd channel_;  // the supervisor's end of the zygote channel
-  std::unique_ptr<core::Cgroup> cgroup_;  // the function's; requests nest inside
+  std::unique_ptr<core::Cgroup> cgroup_;  // the function's: the zygote's leaf and requests
+  std::unique_ptr<core::Cgroup> zygote_cgroup_;  // the leaf the sandbox itself lives in
   std::thread launch_thread_;
   std::thread reader_thread_;
   std::thread log_thread_;

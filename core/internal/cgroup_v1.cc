@@ -34,7 +34,8 @@ class CgroupV1 : public Cgroup {
   int clone_into_fd() const override { return -1; }
   absl::Status AttachFromParent(pid_t pid) override;
   absl::StatusOr<CgroupUsage> ReadUsage() const override;
-  absl::StatusOr<std::unique_ptr<Cgroup>> CreateChild(const CgroupLimits& limits) override;
+  absl::StatusOr<std::unique_ptr<Cgroup>> CreateChild(const CgroupLimits& limits,
+                                                      const std::string& prefix) override;
   absl::Status KillAll() override;
   absl::Status Destroy() override;
   std::vector<std::string> paths() const override { return made_; }
@@ -126,9 +127,10 @@ absl::Status CgroupV1::AttachFromParent(pid_t pid) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<Cgroup>> CgroupV1::CreateChild(const CgroupLimits& limits) {
+absl::StatusOr<std::unique_ptr<Cgroup>> CgroupV1::CreateChild(const CgroupLimits& limits,
+                                                              const std::string& prefix) {
   ZYGO_RETURN_IF_ERROR(CheckLimits(limits));
-  ZYGO_ASSIGN_OR_RETURN(const std::string name, NewCgroupName("request-"));
+  ZYGO_ASSIGN_OR_RETURN(const std::string name, NewCgroupName(prefix));
   // The same hierarchies, one level down: each of our directories is the new parent.
   V1Layout below;
   auto hierarchy_of = [&](const std::string& dir) {

@@ -81,12 +81,8 @@ class CgroupV2 : public Cgroup {
   int clone_into_fd() const override { return dir_fd_.get(); }
   absl::Status AttachFromParent(pid_t pid) override;
   absl::StatusOr<CgroupUsage> ReadUsage() const override;
-  absl::StatusOr<std::unique_ptr<Cgroup>> CreateChild(const CgroupLimits& limits) override {
-    // TODO(issue 5): a zygote's cgroup holds processes, and v2 enables no controller below
-    // such a cgroup; the zygote needs a leaf of its own before requests can nest.
-    return absl::UnimplementedError(
-        "per-request cgroups inside a function's cgroup are not implemented for cgroup v2 yet");
-  }
+  absl::StatusOr<std::unique_ptr<Cgroup>> CreateChild(const CgroupLimits& limits,
+                                                      const std::string& prefix) override;
   absl::Status KillAll() override {
     return KillCgroupMembers(absl::StrCat(dir_, "/cgroup.procs"));
   }
@@ -179,6 +175,22 @@ absl::Status CgroupV2::Destroy() {
   ZYGO_RETURN_IF_ERROR(RemoveCgroupDir(dir_, "processes"));
   removed_ = true;
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Cgroup>> CgroupV2::CreateChild(const CgroupLimits& limits,
+                                                              const std::string& prefix) {
+  ZYGO_RETURN_IF_ERROR(CheckLimits(limits));
+  ZYGO_ASSIGN_OR_RETURN(const std::string name, NewCgroupName(prefix));
+  // Fails with EBUSY (explained) while this cgroup holds processes of its own.
+  ZYGO_RETURN_IF_ERROR(EnableControllers(dir_));
+  const std::string dir = absl::StrCat(dir_, "/", name);
+  ZYGO_RETURN_IF_ERROR(MakeCgroupDir(dir));
+  auto child = std::make_unique<CgroupV2>(dir);
+  ZYGO_RETURN_IF_ERROR(child->WriteMemoryLimit(limits.memory_bytes));
+  ZYGO_RETURN_IF_ERROR(child->WritePidsLimit(limits.pids_max));
+  ZYGO_RETURN_IF_ERROR(child->WriteCpuMax(limits.cpus));
+  ZYGO_RETURN_IF_ERROR(child->OpenDirFd());
+  return std::unique_ptr<Cgroup>(std::move(child));
 }
 
 }  // namespace
