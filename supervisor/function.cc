@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <optional>
 #include <utility>
 
@@ -173,6 +174,8 @@ absl::StatusOr<std::shared_ptr<Zygote>> Function::WarmZygote() {
   }
   zygote_ = std::shared_ptr<Zygote>(*std::move(started));
   last_used_ = std::chrono::steady_clock::now();
+  fprintf(stderr, "zygo serve: %s is warm (%.1f ms)\n", spec_.name.c_str(),
+          absl::ToDoubleMilliseconds(zygote_->warm_time()));
   return zygote_;
 }
 
