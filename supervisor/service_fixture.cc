@@ -62,6 +62,10 @@ void ServiceFixture::SetUp() {
   std::string pattern = absl::StrCat(getenv("TEST_TMPDIR"), "/service-XXXXXX");
   ASSERT_NE(mkdtemp(pattern.data()), nullptr);
   dir_ = pattern;
+  StartService();
+}
+
+void ServiceFixture::StartService() {
   auto store = StateStore::Open(absl::StrCat(dir_, "/.state"));
   ASSERT_TRUE(store.ok()) << store.status();
   SupervisorOptions options;
@@ -72,6 +76,7 @@ void ServiceFixture::SetUp() {
   std::vector<std::string> warnings;
   auto service = SupervisorService::Create(*std::move(store), options, &warnings);
   ASSERT_TRUE(service.ok()) << service.status();
+  EXPECT_TRUE(warnings.empty()) << warnings[0];
   service_ = *std::move(service);
 }
 

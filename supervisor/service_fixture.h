@@ -16,6 +16,8 @@ class ServiceFixture : public ::testing::Test {
  protected:
   void SetUp() override;
   void TearDown() override;
+  // A service on this test's state dir (SetUp starts one; a test may restart it).
+  void StartService();
 
   // Writes `files` (name, content) into the code dir, then registers the TOML.
   void Up(const std::string& toml);

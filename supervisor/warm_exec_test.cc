@@ -126,6 +126,22 @@ TEST_F(WarmExecTest, ZygoteKilledFromOutsideIsRewarmed) {
   EXPECT_EQ(after.stdout_data, "after");
 }
 
+TEST_F(WarmExecTest, RestartedServiceServesTheSameFunctions) {
+  UpExec("kept", "\"/bin/cat\"");
+  ASSERT_TRUE(Call("kept", "before").ok);
+  service_->Shutdown();
+  service_.reset();
+  StartService();
+  std::vector<FunctionInfo> listed = service_->List();
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].name, "kept");
+  EXPECT_EQ(Call("kept", "after a restart").stdout_data, "after a restart");
+  ASSERT_TRUE(service_->Down("kept").ok());
+  service_->Shutdown();
+  StartService();
+  EXPECT_TRUE(service_->List().empty()) << "down is remembered too";
+}
+
 TEST_F(WarmExecTest, NothingLeftBehind) {
   UpExec("tidy", "\"/bin/cat\"");
   for (int i = 0; i < 20; ++i) ASSERT_TRUE(Call("tidy", "x").ok);
