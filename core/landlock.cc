@@ -9,33 +9,9 @@
 namespace zygo::core {
 namespace {
 
-// Debian 12's kernel headers stop at ABI 2; later bits are spelled out here
-// (Documentation/userspace-api/landlock.rst).
-constexpr uint64_t kFsTruncate = 1ULL << 14;              // ABI 3
-constexpr uint64_t kFsIoctlDev = 1ULL << 15;              // ABI 5
-constexpr uint64_t kScopeAbstractUnixSocket = 1ULL << 0;  // ABI 6
-constexpr uint64_t kScopeSignal = 1ULL << 1;              // ABI 6
-
-// struct landlock_ruleset_attr as of ABI 6; the kernel reads the prefix its size covers.
-struct RulesetAttr {
-  uint64_t handled_access_fs;
-  uint64_t handled_access_net;
-  uint64_t scoped;
-};
-
-constexpr uint64_t kReadExecute =
-    LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
-
 constexpr uint64_t kFileRights = LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE |
-                                 LANDLOCK_ACCESS_FS_READ_FILE | kFsTruncate | kFsIoctlDev;
-
-uint64_t HandledFs(int abi) {
-  uint64_t handled = (LANDLOCK_ACCESS_FS_MAKE_SYM << 1) - 1;  // ABI 1: bits 0..12
-  if (abi >= 2) handled |= LANDLOCK_ACCESS_FS_REFER;
-  if (abi >= 3) handled |= kFsTruncate;
-  if (abi >= 5) handled |= kFsIoctlDev;
-  return handled;
-}
+                                 LANDLOCK_ACCESS_FS_READ_FILE | base::sys::kLandlockFsTruncate |
+                                 base::sys::kLandlockFsIoctlDev;
 
 }  // namespace
 
@@ -48,15 +24,16 @@ LandlockPlan BuildLandlockPlan(int abi, const std::vector<std::string>& writable
   LandlockPlan plan;
   plan.abi = abi;
   if (abi <= 0) return plan;
-  plan.handled_fs = HandledFs(abi);
-  if (abi >= 6) plan.scoped = kScopeAbstractUnixSocket | kScopeSignal;
-  plan.rules.push_back({"/", kReadExecute});
+  plan.handled_fs = base::sys::LandlockHandledFs(abi);
+  if (abi >= 6)
+    plan.scoped = base::sys::kLandlockScopeAbstractUnixSocket | base::sys::kLandlockScopeSignal;
+  plan.rules.push_back({"/", base::sys::kLandlockReadExecute});
   // Device nodes: writing /dev/null (with O_TRUNC, as a shell's `>` does) and terminal
   // ioctls. /dev itself is a read-only tmpfs, so nothing can be created there.
   uint64_t dev_access =
       LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
-  if (abi >= 3) dev_access |= kFsTruncate;
-  if (abi >= 5) dev_access |= kFsIoctlDev;
+  if (abi >= 3) dev_access |= base::sys::kLandlockFsTruncate;
+  if (abi >= 5) dev_access |= base::sys::kLandlockFsIoctlDev;
   plan.rules.push_back({"/dev", dev_access});
   for (const std::string& path : writable_paths) {
     plan.rules.push_back({path, plan.handled_fs});
@@ -66,8 +43,8 @@ LandlockPlan BuildLandlockPlan(int abi, const std::vector<std::string>& writable
 
 ChildFailure ApplyLandlockInChild(const LandlockPlan& plan) {
   if (plan.abi <= 0) return ChildFailure::Ok();
-  RulesetAttr attr = {plan.handled_fs, 0, plan.scoped};
-  size_t size = plan.abi >= 6 ? sizeof(RulesetAttr) : sizeof(uint64_t);
+  base::sys::LandlockRulesetAttr attr = {plan.handled_fs, 0, plan.scoped};
+  size_t size = plan.abi >= 6 ? sizeof(base::sys::LandlockRulesetAttr) : sizeof(uint64_t);
   int ruleset = base::sys::RawLandlockCreateRuleset(&attr, size);
   if (ruleset < 0) return {LaunchStep::kLandlock, -ruleset, 0};
   for (size_t i = 0; i < plan.rules.size(); ++i) {

@@ -28,13 +28,6 @@ std::string HexOf(const unsigned char* bytes, size_t size) {
   return hex;
 }
 
-// errno is read before the message is built: building it allocates, which may change errno.
-template <typename MessageFn>
-absl::Status LastError(MessageFn message) {
-  int err = errno;
-  return base::ErrnoStatus(err, message());
-}
-
 }  // namespace
 
 absl::Status ValidateDigest(absl::string_view digest) {
@@ -109,14 +102,15 @@ absl::StatusOr<std::string> Sha256DigestOfFile(const std::string& path) {
   do {
     raw_fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   } while (raw_fd < 0 && errno == EINTR);
-  if (raw_fd < 0) return LastError([&] { return absl::StrCat("open(", path, ", O_RDONLY)"); });
+  if (raw_fd < 0)
+    return base::LastErrnoStatus([&] { return absl::StrCat("open(", path, ", O_RDONLY)"); });
   base::UniqueFd fd(raw_fd);
   Sha256Hasher hasher;
   std::unique_ptr<char[]> buffer(new char[1 << 20]);
   for (;;) {
     ssize_t n = ::read(fd.get(), buffer.get(), 1 << 20);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return LastError([&] { return absl::StrCat("read(", path, ")"); });
+    if (n < 0) return base::LastErrnoStatus([&] { return absl::StrCat("read(", path, ")"); });
     if (n == 0) break;
     hasher.Update(buffer.get(), static_cast<size_t>(n));
   }

@@ -24,25 +24,11 @@ namespace {
 
 using base::UniqueFd;
 
-template <typename Call>
-auto RetryOnEintr(Call call) {
-  decltype(call()) rc;
-  do {
-    rc = call();
-  } while (rc < 0 && errno == EINTR);
-  return rc;
-}
-
-template <typename MessageFn>
-absl::Status LastError(MessageFn message) {
-  int err = errno;
-  return base::ErrnoStatus(err, message());
-}
-
 absl::StatusOr<UniqueFd> OpenDirAt(int dir, const std::string& name, const std::string& path) {
-  int fd = RetryOnEintr(
+  int fd = base::RetryOnEintr(
       [&] { return ::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); });
-  if (fd < 0) return LastError([&] { return absl::StrCat("open(", path, ", O_DIRECTORY)"); });
+  if (fd < 0)
+    return base::LastErrnoStatus([&] { return absl::StrCat("open(", path, ", O_DIRECTORY)"); });
   return UniqueFd(fd);
 }
 
@@ -50,10 +36,11 @@ absl::StatusOr<UniqueFd> OpenDirAt(int dir, const std::string& name, const std::
 // given, so it gets a duplicate.
 absl::StatusOr<std::vector<std::string>> ListNames(int dir, const std::string& path) {
   int dup = ::fcntl(dir, F_DUPFD_CLOEXEC, 0);
-  if (dup < 0) return LastError([&] { return absl::StrCat("dup(", path, ")"); });
+  if (dup < 0) return base::LastErrnoStatus([&] { return absl::StrCat("dup(", path, ")"); });
   DIR* stream = ::fdopendir(dup);
   if (stream == nullptr) {
-    absl::Status error = LastError([&] { return absl::StrCat("fdopendir(", path, ")"); });
+    absl::Status error =
+        base::LastErrnoStatus([&] { return absl::StrCat("fdopendir(", path, ")"); });
     ::close(dup);
     return error;
   }
@@ -76,37 +63,37 @@ absl::Status CopyMetadata(int dir, const std::string& name, const struct stat& s
                           const std::string& path) {
   if (::fchownat(dir, name.c_str(), st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) != 0 &&
       errno != EPERM) {
-    return LastError([&] { return absl::StrCat("fchownat(", path, ")"); });
+    return base::LastErrnoStatus([&] { return absl::StrCat("fchownat(", path, ")"); });
   }
   if (!S_ISLNK(st.st_mode) && ::fchmodat(dir, name.c_str(), st.st_mode & 07777, 0) != 0) {
-    return LastError([&] { return absl::StrCat("fchmodat(", path, ")"); });
+    return base::LastErrnoStatus([&] { return absl::StrCat("fchmodat(", path, ")"); });
   }
   struct timespec times[2] = {st.st_atim, st.st_mtim};
   if (::utimensat(dir, name.c_str(), times, AT_SYMLINK_NOFOLLOW) != 0) {
-    return LastError([&] { return absl::StrCat("utimensat(", path, ")"); });
+    return base::LastErrnoStatus([&] { return absl::StrCat("utimensat(", path, ")"); });
   }
   return absl::OkStatus();
 }
 
 absl::Status CopyFileContents(int from, int to, const std::string& path) {
   while (true) {
-    ssize_t n =
-        RetryOnEintr([&] { return ::copy_file_range(from, nullptr, to, nullptr, 1 << 30, 0); });
+    ssize_t n = base::RetryOnEintr(
+        [&] { return ::copy_file_range(from, nullptr, to, nullptr, 1 << 30, 0); });
     if (n == 0) return absl::OkStatus();
     if (n > 0) continue;
     if (errno != EXDEV && errno != EINVAL && errno != EOPNOTSUPP && errno != ENOSYS) {
-      return LastError([&] { return absl::StrCat("copy_file_range(", path, ")"); });
+      return base::LastErrnoStatus([&] { return absl::StrCat("copy_file_range(", path, ")"); });
     }
     // Older kernels refuse some filesystem pairs: fall back to read/write.
     char buffer[1 << 16];
-    while ((n = RetryOnEintr([&] { return ::read(from, buffer, sizeof(buffer)); })) > 0) {
+    while ((n = base::RetryOnEintr([&] { return ::read(from, buffer, sizeof(buffer)); })) > 0) {
       for (ssize_t done = 0; done < n;) {
-        ssize_t w = RetryOnEintr([&] { return ::write(to, buffer + done, n - done); });
-        if (w < 0) return LastError([&] { return absl::StrCat("write(", path, ")"); });
+        ssize_t w = base::RetryOnEintr([&] { return ::write(to, buffer + done, n - done); });
+        if (w < 0) return base::LastErrnoStatus([&] { return absl::StrCat("write(", path, ")"); });
         done += w;
       }
     }
-    if (n < 0) return LastError([&] { return absl::StrCat("read(", path, ")"); });
+    if (n < 0) return base::LastErrnoStatus([&] { return absl::StrCat("read(", path, ")"); });
     return absl::OkStatus();
   }
 }
@@ -117,10 +104,10 @@ absl::Status CopyEntry(int src_dir, int dest_dir, const std::string& name, const
   if (S_ISLNK(st.st_mode)) {
     std::vector<char> target(st.st_size + 1 > 4096 ? st.st_size + 1 : 4096);
     ssize_t n = ::readlinkat(src_dir, name.c_str(), target.data(), target.size() - 1);
-    if (n < 0) return LastError([&] { return absl::StrCat("readlinkat(", path, ")"); });
+    if (n < 0) return base::LastErrnoStatus([&] { return absl::StrCat("readlinkat(", path, ")"); });
     target[n] = '\0';
     if (::symlinkat(target.data(), dest_dir, name.c_str()) != 0) {
-      return LastError([&] { return absl::StrCat("symlinkat(", path, ")"); });
+      return base::LastErrnoStatus([&] { return absl::StrCat("symlinkat(", path, ")"); });
     }
     return CopyMetadata(dest_dir, name, st, path);
   }
@@ -128,15 +115,15 @@ absl::Status CopyEntry(int src_dir, int dest_dir, const std::string& name, const
     return absl::FailedPreconditionError(
         absl::StrCat("cannot link or copy ", path, ": not a regular file or symlink"));
   }
-  int from = RetryOnEintr(
+  int from = base::RetryOnEintr(
       [&] { return ::openat(src_dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC); });
-  if (from < 0) return LastError([&] { return absl::StrCat("open(", path, ")"); });
+  if (from < 0) return base::LastErrnoStatus([&] { return absl::StrCat("open(", path, ")"); });
   UniqueFd in(from);
-  int to = RetryOnEintr([&] {
+  int to = base::RetryOnEintr([&] {
     return ::openat(dest_dir, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                     0600);
   });
-  if (to < 0) return LastError([&] { return absl::StrCat("create(", path, ")"); });
+  if (to < 0) return base::LastErrnoStatus([&] { return absl::StrCat("create(", path, ")"); });
   UniqueFd out(to);
   ZYGO_RETURN_IF_ERROR(CopyFileContents(in.get(), out.get(), path));
   return CopyMetadata(dest_dir, name, st, path);
@@ -155,7 +142,7 @@ absl::Status Walker::Entry(int src_dir, int dest_dir, const std::string& name,
                            const std::string& path) {
   struct stat st;
   if (::fstatat(src_dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-    return LastError([&] { return absl::StrCat("lstat(", path, ")"); });
+    return base::LastErrnoStatus([&] { return absl::StrCat("lstat(", path, ")"); });
   }
   if (!S_ISDIR(st.st_mode)) {
     if (::linkat(src_dir, name.c_str(), dest_dir, name.c_str(), 0) == 0) {
@@ -163,14 +150,14 @@ absl::Status Walker::Entry(int src_dir, int dest_dir, const std::string& name,
       return absl::OkStatus();
     }
     if (errno != EXDEV && errno != EPERM && errno != EMLINK) {
-      return LastError([&] { return absl::StrCat("linkat(", path, ")"); });
+      return base::LastErrnoStatus([&] { return absl::StrCat("linkat(", path, ")"); });
     }
     ++stats.copied;
     return CopyEntry(src_dir, dest_dir, name, st, path);
   }
   // Made owner-writable so it can be filled; its own mode comes back afterwards.
   if (::mkdirat(dest_dir, name.c_str(), 0700) != 0) {
-    return LastError([&] { return absl::StrCat("mkdir(", path, ")"); });
+    return base::LastErrnoStatus([&] { return absl::StrCat("mkdir(", path, ")"); });
   }
   ZYGO_ASSIGN_OR_RETURN(UniqueFd src_child, OpenDirAt(src_dir, name, path));
   ZYGO_ASSIGN_OR_RETURN(UniqueFd dest_child, OpenDirAt(dest_dir, name, path));
@@ -194,18 +181,18 @@ absl::Status EmptyDirectory(int dir, const std::string& path) {
     std::string child = absl::StrCat(path, "/", name);
     struct stat st;
     if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      return LastError([&] { return absl::StrCat("lstat(", child, ")"); });
+      return base::LastErrnoStatus([&] { return absl::StrCat("lstat(", child, ")"); });
     }
     if (S_ISDIR(st.st_mode)) {
       if ((st.st_mode & S_IRWXU) != S_IRWXU &&
           ::fchmodat(dir, name.c_str(), (st.st_mode & 07777) | S_IRWXU, 0) != 0) {
-        return LastError([&] { return absl::StrCat("fchmodat(", child, ")"); });
+        return base::LastErrnoStatus([&] { return absl::StrCat("fchmodat(", child, ")"); });
       }
       ZYGO_ASSIGN_OR_RETURN(UniqueFd sub, OpenDirAt(dir, name, child));
       ZYGO_RETURN_IF_ERROR(EmptyDirectory(sub.get(), child));
     }
     if (::unlinkat(dir, name.c_str(), S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) != 0) {
-      return LastError([&] { return absl::StrCat("unlink(", child, ")"); });
+      return base::LastErrnoStatus([&] { return absl::StrCat("unlink(", child, ")"); });
     }
   }
   return absl::OkStatus();
@@ -217,18 +204,18 @@ absl::Status RemoveTree(const std::string& path) {
   struct stat st;
   if (::lstat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return absl::OkStatus();
-    return LastError([&] { return absl::StrCat("lstat(", path, ")"); });
+    return base::LastErrnoStatus([&] { return absl::StrCat("lstat(", path, ")"); });
   }
   if (S_ISDIR(st.st_mode)) {
     if ((st.st_mode & S_IRWXU) != S_IRWXU &&
         ::chmod(path.c_str(), (st.st_mode & 07777) | S_IRWXU) != 0) {
-      return LastError([&] { return absl::StrCat("chmod(", path, ")"); });
+      return base::LastErrnoStatus([&] { return absl::StrCat("chmod(", path, ")"); });
     }
     ZYGO_ASSIGN_OR_RETURN(UniqueFd dir, OpenDirAt(AT_FDCWD, path, path));
     ZYGO_RETURN_IF_ERROR(EmptyDirectory(dir.get(), path));
   }
   if (::remove(path.c_str()) != 0) {
-    return LastError([&] { return absl::StrCat("remove(", path, ")"); });
+    return base::LastErrnoStatus([&] { return absl::StrCat("remove(", path, ")"); });
   }
   return absl::OkStatus();
 }
@@ -236,13 +223,13 @@ absl::Status RemoveTree(const std::string& path) {
 absl::StatusOr<LinkTreeStats> LinkTree(const std::string& src, const std::string& dest) {
   struct stat st;
   if (::lstat(src.c_str(), &st) != 0) {
-    return LastError([&] { return absl::StrCat("lstat(", src, ")"); });
+    return base::LastErrnoStatus([&] { return absl::StrCat("lstat(", src, ")"); });
   }
   if (!S_ISDIR(st.st_mode)) {
     return absl::InvalidArgumentError(absl::StrCat(src, " is not a directory"));
   }
   if (::mkdir(dest.c_str(), 0700) != 0) {
-    return LastError([&] { return absl::StrCat("mkdir(", dest, ")"); });
+    return base::LastErrnoStatus([&] { return absl::StrCat("mkdir(", dest, ")"); });
   }
   ZYGO_ASSIGN_OR_RETURN(UniqueFd src_fd, OpenDirAt(AT_FDCWD, src, src));
   ZYGO_ASSIGN_OR_RETURN(UniqueFd dest_fd, OpenDirAt(AT_FDCWD, dest, dest));

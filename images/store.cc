@@ -49,42 +49,28 @@ constexpr const char* kKinds[] = {"blobs", "layers", "rootfs"};
 
 // TODO(images issue 3): the few calls below that fs.h lacks (lstat, fsync, flock,
 // renameat2, chmod, unlink) belong in core/base/sys; they follow its rules meanwhile.
-// errno is read before the message is built: building it allocates, which may change errno.
-template <typename MessageFn>
-absl::Status LastError(MessageFn message) {
-  int err = errno;
-  return base::ErrnoStatus(err, message());
-}
-
-template <typename Call>
-int RetryOnEintr(Call call) {
-  int rc;
-  do {
-    rc = call();
-  } while (rc < 0 && errno == EINTR);
-  return rc;
-}
-
 absl::StatusOr<struct stat> LStat(const std::string& path) {
   struct stat st;
-  if (RetryOnEintr([&] { return ::lstat(path.c_str(), &st); }) == 0) return st;
-  return LastError([&] { return absl::StrCat("lstat(", path, ")"); });
+  if (base::RetryOnEintr([&] { return ::lstat(path.c_str(), &st); }) == 0) return st;
+  return base::LastErrnoStatus([&] { return absl::StrCat("lstat(", path, ")"); });
 }
 
 absl::Status Fsync(const UniqueFd& fd, const std::string& path) {
-  if (RetryOnEintr([&] { return ::fsync(fd.get()); }) == 0) return absl::OkStatus();
-  return LastError([&] { return absl::StrCat("fsync(", path, ")"); });
+  if (base::RetryOnEintr([&] { return ::fsync(fd.get()); }) == 0) return absl::OkStatus();
+  return base::LastErrnoStatus([&] { return absl::StrCat("fsync(", path, ")"); });
 }
 
 // Holds the store's exclusive flock until the fd closes. The lock is on an open file
 // description, so threads of one process exclude each other as processes do.
 absl::StatusOr<UniqueFd> LockStore(const std::string& root) {
   std::string path = root + "/lock";
-  int fd = RetryOnEintr([&] { return ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600); });
-  if (fd < 0) return LastError([&] { return absl::StrCat("open(", path, ", O_RDWR|O_CREAT)"); });
+  int fd =
+      base::RetryOnEintr([&] { return ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600); });
+  if (fd < 0)
+    return base::LastErrnoStatus([&] { return absl::StrCat("open(", path, ", O_RDWR|O_CREAT)"); });
   UniqueFd lock(fd);
-  if (RetryOnEintr([&] { return ::flock(lock.get(), LOCK_EX); }) != 0) {
-    return LastError([&] { return absl::StrCat("flock(", path, ", LOCK_EX)"); });
+  if (base::RetryOnEintr([&] { return ::flock(lock.get(), LOCK_EX); }) != 0) {
+    return base::LastErrnoStatus([&] { return absl::StrCat("flock(", path, ", LOCK_EX)"); });
   }
   return lock;
 }
@@ -94,14 +80,14 @@ absl::StatusOr<UniqueFd> LockStore(const std::string& root) {
 // filesystems without it (EINVAL) get plain rename(2), which refuses a non-empty
 // directory target (ENOTEMPTY/EEXIST) and replaces an empty one or a file with equal bytes.
 absl::StatusOr<bool> RenameNoReplace(const std::string& from, const std::string& to) {
-  int rc = RetryOnEintr(
+  int rc = base::RetryOnEintr(
       [&] { return ::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE); });
   if (rc != 0 && errno == EINVAL) {
-    rc = RetryOnEintr([&] { return ::rename(from.c_str(), to.c_str()); });
+    rc = base::RetryOnEintr([&] { return ::rename(from.c_str(), to.c_str()); });
   }
   if (rc == 0) return true;
   if (errno == EEXIST || errno == ENOTEMPTY) return false;
-  return LastError([&] { return absl::StrCat("rename(", from, " -> ", to, ")"); });
+  return base::LastErrnoStatus([&] { return absl::StrCat("rename(", from, " -> ", to, ")"); });
 }
 
 // RenameNoReplace for store entries. Moving a directory to a new parent rewrites its ".."
@@ -113,7 +99,8 @@ absl::StatusOr<bool> MoveEntry(const std::string& from, const std::string& to) {
   mode_t mode = st.st_mode & 07777;
   bool grant = S_ISDIR(st.st_mode) && (mode & S_IWUSR) == 0;
   if (grant && ::chmod(from.c_str(), mode | S_IWUSR) != 0) {
-    return LastError([&] { return absl::StrFormat("chmod(%s, %#o)", from, mode | S_IWUSR); });
+    return base::LastErrnoStatus(
+        [&] { return absl::StrFormat("chmod(%s, %#o)", from, mode | S_IWUSR); });
   }
   absl::StatusOr<bool> moved = RenameNoReplace(from, to);
   if (grant) ::chmod((moved.ok() && *moved ? to : from).c_str(), mode);
@@ -441,8 +428,10 @@ absl::Status SaveRecords(const Store& store, const std::vector<ImageRecord>& rec
   std::string temp = store.TempPath("images.json");
   std::string path = store.root() + "/images.json";
   absl::Status written = WriteFileDurably(temp, json.dump(2) + "\n");
-  if (written.ok() && RetryOnEintr([&] { return ::rename(temp.c_str(), path.c_str()); }) != 0) {
-    written = LastError([&] { return absl::StrCat("rename(", temp, " -> ", path, ")"); });
+  if (written.ok() &&
+      base::RetryOnEintr([&] { return ::rename(temp.c_str(), path.c_str()); }) != 0) {
+    written =
+        base::LastErrnoStatus([&] { return absl::StrCat("rename(", temp, " -> ", path, ")"); });
   }
   if (!written.ok()) {
     ::unlink(temp.c_str());

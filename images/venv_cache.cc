@@ -64,15 +64,6 @@ if subprocess.call([py, '-m', 'pip', '--python', '/venv/bin/python', 'install'] 
     sys.exit(5)
 )";
 
-template <typename Call>
-int RetryOnEintr(Call call) {
-  int rc;
-  do {
-    rc = call();
-  } while (rc < 0 && errno == EINTR);
-  return rc;
-}
-
 bool IsDirectory(const std::string& path) {
   struct stat st;
   return ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
@@ -119,10 +110,11 @@ absl::Status EnsureMountpoint(const std::string& rootfs) {
 }
 
 absl::StatusOr<UniqueFd> LockKey(const std::string& path) {
-  int fd = RetryOnEintr([&] { return ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600); });
+  int fd =
+      base::RetryOnEintr([&] { return ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600); });
   if (fd < 0) return base::ErrnoStatus(errno, absl::StrCat("open(", path, ")"));
   UniqueFd lock(fd);
-  if (RetryOnEintr([&] { return ::flock(lock.get(), LOCK_EX); }) != 0) {
+  if (base::RetryOnEintr([&] { return ::flock(lock.get(), LOCK_EX); }) != 0) {
     return base::ErrnoStatus(errno, absl::StrCat("flock(", path, ", LOCK_EX)"));
   }
   return lock;

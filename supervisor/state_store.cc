@@ -34,22 +34,6 @@ constexpr absl::string_view kTempPrefix = ".tmp-";
 
 // TODO(supervisor issue 5): fsync, rename, unlink and chmod belong in core/base/sys (as
 // images/store.cc notes too); they follow its rules meanwhile.
-// errno is read before the message is built: building it allocates, which may change errno.
-template <typename MessageFn>
-absl::Status LastError(MessageFn message) {
-  int err = errno;
-  return base::ErrnoStatus(err, message());
-}
-
-template <typename Call>
-int RetryOnEintr(Call call) {
-  int rc;
-  do {
-    rc = call();
-  } while (rc < 0 && errno == EINTR);
-  return rc;
-}
-
 // Field 22 of /proc/<pid>/stat, the start time since boot: with the pid it names one
 // process for good, where a pid alone is soon reused. "0" when unreadable.
 std::string ProcessStartTime(pid_t pid) {
@@ -84,8 +68,8 @@ bool WriterIsAlive(absl::string_view temp_name) {
 
 absl::Status FsyncPath(const std::string& path) {
   ZYGO_ASSIGN_OR_RETURN(UniqueFd fd, base::sys::OpenReadOnly(path));
-  if (RetryOnEintr([&] { return ::fsync(fd.get()); }) == 0) return absl::OkStatus();
-  return LastError([&] { return absl::StrCat("fsync(", path, ")"); });
+  if (base::RetryOnEintr([&] { return ::fsync(fd.get()); }) == 0) return absl::OkStatus();
+  return base::LastErrnoStatus([&] { return absl::StrCat("fsync(", path, ")"); });
 }
 
 // Writes `bytes` to dir/name through a temp file, so a reader (or a restart after a crash)
@@ -94,9 +78,10 @@ absl::Status WriteAtomically(const std::string& dir, absl::string_view name,
                              absl::string_view bytes) {
   std::string temp = absl::StrCat(dir, "/", TempName(name));
   std::string path = absl::StrCat(dir, "/", name);
-  int raw = RetryOnEintr(
+  int raw = base::RetryOnEintr(
       [&] { return ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600); });
-  if (raw < 0) return LastError([&] { return absl::StrCat("open(", temp, ", O_CREAT|O_EXCL)"); });
+  if (raw < 0)
+    return base::LastErrnoStatus([&] { return absl::StrCat("open(", temp, ", O_CREAT|O_EXCL)"); });
   UniqueFd fd(raw);
   absl::Status status = absl::OkStatus();
   for (absl::string_view rest = bytes; status.ok() && !rest.empty();) {
@@ -104,12 +89,13 @@ absl::Status WriteAtomically(const std::string& dir, absl::string_view name,
     status = written.status();
     if (written.ok()) rest.remove_prefix(*written);
   }
-  if (status.ok() && RetryOnEintr([&] { return ::fsync(fd.get()); }) != 0) {
-    status = LastError([&] { return absl::StrCat("fsync(", temp, ")"); });
+  if (status.ok() && base::RetryOnEintr([&] { return ::fsync(fd.get()); }) != 0) {
+    status = base::LastErrnoStatus([&] { return absl::StrCat("fsync(", temp, ")"); });
   }
   fd.Reset();
   if (status.ok() && ::rename(temp.c_str(), path.c_str()) != 0) {
-    status = LastError([&] { return absl::StrCat("rename(", temp, " -> ", path, ")"); });
+    status =
+        base::LastErrnoStatus([&] { return absl::StrCat("rename(", temp, " -> ", path, ")"); });
   }
   if (!status.ok()) ::unlink(temp.c_str());
   return status;
@@ -138,7 +124,7 @@ absl::Status ClaimDirectory(const std::string& path) {
                                                     st.st_uid, ", not to uid ", geteuid()));
   }
   if ((st.st_mode & 07777) != 0700 && ::chmod(path.c_str(), 0700) != 0) {
-    return LastError([&] { return absl::StrCat("chmod(", path, ", 0700)"); });
+    return base::LastErrnoStatus([&] { return absl::StrCat("chmod(", path, ", 0700)"); });
   }
   return absl::OkStatus();
 }
@@ -162,7 +148,7 @@ absl::Status RemoveDeadTemps(const std::string& dir) {
     if (!absl::StartsWith(name, kTempPrefix) || WriterIsAlive(name)) continue;
     std::string path = absl::StrCat(dir, "/", name);
     if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-      return LastError([&] { return absl::StrCat("unlink(", path, ")"); });
+      return base::LastErrnoStatus([&] { return absl::StrCat("unlink(", path, ")"); });
     }
   }
   return absl::OkStatus();
@@ -265,11 +251,11 @@ absl::Status StateStore::RemoveFunction(absl::string_view name) {
   std::string spec_path = absl::StrCat(dir, "/", name, ".toml");
   if (::unlink(spec_path.c_str()) != 0) {
     if (errno == ENOENT) return absl::NotFoundError(absl::StrCat("no function named ", name));
-    return LastError([&] { return absl::StrCat("unlink(", spec_path, ")"); });
+    return base::LastErrnoStatus([&] { return absl::StrCat("unlink(", spec_path, ")"); });
   }
   std::string origin_path = absl::StrCat(dir, "/", name, ".origin");
   if (::unlink(origin_path.c_str()) != 0 && errno != ENOENT) {
-    return LastError([&] { return absl::StrCat("unlink(", origin_path, ")"); });
+    return base::LastErrnoStatus([&] { return absl::StrCat("unlink(", origin_path, ")"); });
   }
   return FsyncPath(dir);
 }

@@ -24,31 +24,6 @@ namespace {
 using base::ErrnoStatus;
 using base::UniqueFd;
 
-// Debian 12's kernel headers stop at ABI 2; later bits from
-// Documentation/userspace-api/landlock.rst (as core/landlock.cc spells them).
-constexpr uint64_t kFsTruncate = 1ULL << 14;              // ABI 3
-constexpr uint64_t kFsIoctlDev = 1ULL << 15;              // ABI 5
-constexpr uint64_t kScopeAbstractUnixSocket = 1ULL << 0;  // ABI 6
-constexpr uint64_t kScopeSignal = 1ULL << 1;              // ABI 6
-
-// struct landlock_ruleset_attr as of ABI 6; the kernel reads the prefix `size` covers.
-struct RulesetAttr {
-  uint64_t handled_access_fs;
-  uint64_t handled_access_net;
-  uint64_t scoped;
-};
-
-constexpr uint64_t kReadExecute =
-    LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
-
-uint64_t HandledFs(int abi) {
-  uint64_t handled = (LANDLOCK_ACCESS_FS_MAKE_SYM << 1) - 1;  // ABI 1: bits 0..12
-  if (abi >= 2) handled |= LANDLOCK_ACCESS_FS_REFER;
-  if (abi >= 3) handled |= kFsTruncate;
-  if (abi >= 5) handled |= kFsIoctlDev;
-  return handled;
-}
-
 absl::Status AddRule(int ruleset, const char* path, uint64_t access) {
   UniqueFd dir(::open(path, O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!dir.valid()) return ErrnoStatus(errno, absl::StrCat("open(", path, ", O_PATH)"));
@@ -113,16 +88,19 @@ int LandlockAbi() {
 absl::StatusOr<int> RestrictToRequest(const std::string& tmp_dir) {
   const int abi = LandlockAbi();
   if (abi <= 0) return 0;
-  RulesetAttr attr = {HandledFs(abi), 0, abi >= 6 ? kScopeAbstractUnixSocket | kScopeSignal : 0};
+  base::sys::LandlockRulesetAttr attr = {
+      base::sys::LandlockHandledFs(abi), 0,
+      abi >= 6 ? base::sys::kLandlockScopeAbstractUnixSocket | base::sys::kLandlockScopeSignal : 0};
   const int ruleset_fd =
       base::sys::RawLandlockCreateRuleset(&attr, abi >= 6 ? sizeof(attr) : sizeof(uint64_t));
   if (ruleset_fd < 0) return ErrnoStatus(-ruleset_fd, "landlock_create_ruleset");
   UniqueFd ruleset(ruleset_fd);
   uint64_t dev_access =
       LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
-  if (abi >= 3) dev_access |= kFsTruncate;  // `> /dev/null` opens with O_TRUNC.
-  if (abi >= 5) dev_access |= kFsIoctlDev;
-  if (absl::Status s = AddRule(ruleset.get(), "/", kReadExecute); !s.ok()) return s;
+  if (abi >= 3) dev_access |= base::sys::kLandlockFsTruncate;  // `> /dev/null` opens with O_TRUNC.
+  if (abi >= 5) dev_access |= base::sys::kLandlockFsIoctlDev;
+  if (absl::Status s = AddRule(ruleset.get(), "/", base::sys::kLandlockReadExecute); !s.ok())
+    return s;
   if (absl::Status s = AddRule(ruleset.get(), "/dev", dev_access); !s.ok()) return s;
   if (absl::Status s = AddRule(ruleset.get(), tmp_dir.c_str(), attr.handled_access_fs); !s.ok()) {
     return s;

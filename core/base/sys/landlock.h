@@ -7,7 +7,35 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cstdint>
+
 namespace zygo::base::sys {
+
+// Debian 12's kernel headers stop at ABI 2; later bits are spelled out here
+// (Documentation/userspace-api/landlock.rst).
+inline constexpr uint64_t kLandlockFsTruncate = 1ULL << 14;              // ABI 3
+inline constexpr uint64_t kLandlockFsIoctlDev = 1ULL << 15;              // ABI 5
+inline constexpr uint64_t kLandlockScopeAbstractUnixSocket = 1ULL << 0;  // ABI 6
+inline constexpr uint64_t kLandlockScopeSignal = 1ULL << 1;              // ABI 6
+
+// struct landlock_ruleset_attr as of ABI 6; the kernel reads the prefix its size covers.
+struct LandlockRulesetAttr {
+  uint64_t handled_access_fs;
+  uint64_t handled_access_net;
+  uint64_t scoped;
+};
+
+inline constexpr uint64_t kLandlockReadExecute =
+    LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
+
+// The filesystem rights a ruleset for `abi` can handle.
+inline uint64_t LandlockHandledFs(int abi) {
+  uint64_t handled = (LANDLOCK_ACCESS_FS_MAKE_SYM << 1) - 1;  // ABI 1: bits 0..12
+  if (abi >= 2) handled |= LANDLOCK_ACCESS_FS_REFER;
+  if (abi >= 3) handled |= kLandlockFsTruncate;
+  if (abi >= 5) handled |= kLandlockFsIoctlDev;
+  return handled;
+}
 
 // The ABI version the running kernel supports, or -errno (EOPNOTSUPP when disabled).
 inline int RawLandlockAbiVersion() {
