@@ -20,6 +20,7 @@
 #include "core/base/unique_fd.h"
 #include "grpcpp/grpcpp.h"
 #include "sdk/proto/zygo/v1/zygo.grpc.pb.h"
+#include "supervisor/socket_file.h"
 
 namespace zygo::supervisor {
 namespace {
@@ -177,60 +178,6 @@ class GrpcZygoService final : public v1::Zygo::WithCallbackMethod_Exec<v1::Zygo:
 };
 
 }  // namespace internal
-
-namespace {
-
-// TODO(supervisor): move these socket and file calls into core/base/sys (STYLE.md E.14),
-// which has no socket family yet.
-
-// ECONNREFUSED on connect(2) is what a socket file left behind by a dead server gives.
-absl::StatusOr<bool> SomethingListensOn(const std::string& path) {
-  base::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) return base::ErrnoStatus(errno, "socket(AF_UNIX, SOCK_STREAM)");
-  sockaddr_un addr = {};
-  addr.sun_family = AF_UNIX;
-  path.copy(addr.sun_path, sizeof(addr.sun_path) - 1);
-  int rc;
-  do {
-    rc = ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr));
-  } while (rc != 0 && errno == EINTR);
-  if (rc == 0) return true;
-  // EAGAIN: a listener whose backlog is full; it is alive.
-  if (errno == EAGAIN) return true;
-  if (errno == ECONNREFUSED || errno == ENOENT) return false;
-  return base::ErrnoStatus(errno, absl::StrCat("connect(", path, ")"));
-}
-
-// Clears the way for gRPC's bind(2). gRPC itself unlinks any socket file at the path, which
-// would silently take the address from a live server, so that case is refused here first.
-// (Another server starting between this check and the bind can still lose its address.)
-absl::Status PrepareSocketPath(const std::string& path) {
-  if (path.empty() || path.size() >= sizeof(sockaddr_un::sun_path)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unix socket path \"", path, "\" is ", path.size(),
-                     " bytes; it must be 1 to ", sizeof(sockaddr_un::sun_path) - 1));
-  }
-  struct stat st;
-  if (::lstat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) return absl::OkStatus();
-    return base::ErrnoStatus(errno, absl::StrCat("lstat(", path, ")"));
-  }
-  if (!S_ISSOCK(st.st_mode)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(path, " exists and is not a socket; not replacing it"));
-  }
-  ZYGO_ASSIGN_OR_RETURN(bool live, SomethingListensOn(path));
-  if (live) {
-    return absl::AlreadyExistsError(
-        absl::StrCat("another server is listening on ", path, " (is `zygo serve` running?)"));
-  }
-  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-    return base::ErrnoStatus(errno, absl::StrCat("unlink(", path, ") of a stale socket"));
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Listen(const std::string& socket_path,
                                                                Service* service) {

@@ -30,6 +30,7 @@
 #include "core/base/sys/fs.h"
 #include "core/base/unique_fd.h"
 #include "supervisor/http_routes.h"
+#include "supervisor/socket_file.h"
 
 namespace zygo::supervisor {
 namespace {
@@ -47,58 +48,6 @@ absl::Status UvStatus(int err, absl::string_view what) {
   if (err == UV_EADDRINUSE) return absl::AlreadyExistsError(message);
   if (err == UV_EACCES || err == UV_EPERM) return absl::PermissionDeniedError(message);
   return absl::InternalError(message);
-}
-
-std::string ParentDir(const std::string& path) {
-  size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
-absl::Status EnsureDirectory(const std::string& dir) {
-  absl::StatusOr<struct stat> st = base::sys::Stat(dir);
-  if (st.ok()) {
-    if (S_ISDIR(st->st_mode)) return absl::OkStatus();
-    return absl::FailedPreconditionError(absl::StrCat(dir, " exists and is not a directory"));
-  }
-  if (!absl::IsNotFound(st.status())) return st.status();
-  ZYGO_RETURN_IF_ERROR(EnsureDirectory(ParentDir(dir)));
-  absl::Status made = base::sys::MakeDirectory(dir, 0700);
-  // Another process may have made it in between; that is as good.
-  if (!made.ok() && base::sys::ErrnoOf(made) != EEXIST) return made;
-  return absl::OkStatus();
-}
-
-// A socket file outlives a server that crashed. Remove it only when connect() proves
-// nobody is behind it, so a second `zygo serve` cannot steal a live server's socket.
-absl::Status RemoveStaleSocket(const std::string& path) {
-  struct stat st;
-  if (lstat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) return absl::OkStatus();
-    return base::ErrnoStatus(errno, absl::StrCat("lstat(", path, ")"));
-  }
-  if (!S_ISSOCK(st.st_mode)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(path, " exists and is not a socket; not replacing it"));
-  }
-  base::UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  if (!fd.valid()) return base::ErrnoStatus(errno, "socket(AF_UNIX, SOCK_STREAM)");
-  sockaddr_un addr = {};
-  addr.sun_family = AF_UNIX;
-  path.copy(addr.sun_path, sizeof(addr.sun_path) - 1);
-  int rc;
-  do {
-    rc = connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  } while (rc != 0 && errno == EINTR);
-  // EAGAIN: a full backlog, which only a live listener has.
-  if (rc == 0 || errno == EAGAIN) {
-    return absl::AlreadyExistsError(absl::StrCat("another server is already listening on ", path));
-  }
-  if (errno != ECONNREFUSED) return base::ErrnoStatus(errno, absl::StrCat("connect(", path, ")"));
-  if (unlink(path.c_str()) != 0 && errno != ENOENT) {
-    return base::ErrnoStatus(errno, absl::StrCat("unlink(stale socket ", path, ")"));
-  }
-  return absl::OkStatus();
 }
 
 void IgnoreSigpipeIfDefault() {
@@ -497,8 +446,7 @@ absl::Status HttpServer::Start() {
 }
 
 absl::Status HttpServer::Bind() {
-  ZYGO_RETURN_IF_ERROR(EnsureDirectory(ParentDir(socket_path_)));
-  ZYGO_RETURN_IF_ERROR(RemoveStaleSocket(socket_path_));
+  ZYGO_RETURN_IF_ERROR(PrepareSocketPath(socket_path_));
   int err = uv_pipe_init(&loop_, &listener_, 0);
   if (err != 0) return UvStatus(err, "uv_pipe_init");
   listener_.data = this;
