@@ -1,18 +1,16 @@
 // Network escapes, attempted against a fake internet: the test builds a "machine" network
 // namespace (where zygo runs) joined by veth to an "internet" namespace holding a DNS
 // server, TCP listeners on TEST-NET addresses, a "LAN" host (10.0.0.5) and a metadata
-// server (169.254.169.254). No packet of this test leaves those namespaces.
+// server (169.254.169.254), all from security_tests/fake_internet.h. No packet of this test
+// leaves those namespaces.
 //
 // Inside the sandbox, /usr/bin/python3 (host image) resolves and connects; every refusal
 // comes after a control that shows the same probe getting through.
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -22,19 +20,17 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "core/base/unique_fd.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "net/internal/test_netns.h"
+#include "security_tests/fake_internet.h"
 #include "testing/harness.h"
 
 namespace zygo::testing {
@@ -43,91 +39,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-constexpr char kDnsServer[] = "192.0.2.53";    // the upstream ZYGO_DNS_UPSTREAM names
-constexpr char kOtherDns[] = "198.51.100.53";  // a DNS server the sandbox must not reach
 constexpr char kMarker[] = "ZYGO_NET_TEST_MARKER=c0ffee5a";
-
-// A tiny authoritative DNS server on one UDP socket: A records from a table, NXDOMAIN
-// for the rest, and a count of the questions it saw per name.
-class FakeDns {
- public:
-  explicit FakeDns(base::UniqueFd socket) : socket_(std::move(socket)) {
-    thread_ = std::thread([this] { Serve(); });
-  }
-  ~FakeDns() {
-    stop_ = true;
-    shutdown(socket_.get(), SHUT_RDWR);
-    thread_.join();
-  }
-  int QueriesFor(const std::string& name) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return counts_[name];
-  }
-  int Queries() {
-    std::lock_guard<std::mutex> lock(mu_);
-    int total = 0;
-    for (const auto& [name, count] : counts_) total += count;
-    return total;
-  }
-
- private:
-  void Serve() {
-    const std::map<std::string, std::string> table = {{"allowed.test", "198.51.100.10"},
-                                                      {"other.test", "198.51.100.20"},
-                                                      {"rebind.test", "10.0.0.5"}};
-    while (!stop_) {
-      uint8_t q[512];
-      sockaddr_storage peer;
-      socklen_t peer_len = sizeof(peer);
-      ssize_t n =
-          recvfrom(socket_.get(), q, sizeof(q), 0, reinterpret_cast<sockaddr*>(&peer), &peer_len);
-      if (n <= 0) {
-        if (stop_) return;
-        continue;
-      }
-      if (n < 17) continue;
-      size_t i = 12;
-      std::vector<std::string> labels;
-      while (i < static_cast<size_t>(n) && q[i] != 0 && i + 1 + q[i] <= static_cast<size_t>(n)) {
-        std::string label(reinterpret_cast<const char*>(q + i + 1), q[i]);
-        for (char& c : label) c = static_cast<char>(tolower(c));
-        labels.push_back(label);
-        i += 1 + q[i];
-      }
-      if (i + 5 > static_cast<size_t>(n)) continue;
-      uint16_t qtype = static_cast<uint16_t>(q[i + 1] << 8 | q[i + 2]);
-      size_t question_end = i + 5;
-      std::string name = absl::StrJoin(labels, ".");
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        counts_[name]++;
-      }
-      std::vector<uint8_t> r(q, q + question_end);
-      r[2] = 0x84 | (q[2] & 0x01);  // QR, AA, RD as asked
-      r[3] = 0x80;                  // RA, NOERROR
-      r[6] = r[7] = r[8] = r[9] = r[10] = r[11] = 0;
-      auto it = table.find(name);
-      if (it == table.end()) {
-        r[3] = 0x83;  // NXDOMAIN
-      } else if (qtype == 1) {
-        r[7] = 1;
-        const uint8_t rr[] = {0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4};
-        r.insert(r.end(), rr, rr + sizeof(rr));
-        in_addr addr;
-        inet_pton(AF_INET, it->second.c_str(), &addr);
-        const uint8_t* bytes = reinterpret_cast<const uint8_t*>(&addr);
-        r.insert(r.end(), bytes, bytes + 4);
-      }
-      sendto(socket_.get(), r.data(), r.size(), 0, reinterpret_cast<sockaddr*>(&peer), peer_len);
-    }
-  }
-
-  base::UniqueFd socket_;
-  std::thread thread_;
-  std::atomic<bool> stop_{false};
-  std::mutex mu_;
-  std::map<std::string, int> counts_;
-};
 
 // Resolves and connects from inside the sandbox; one line per target:
 // "TARGET connected|timeout|refused|unreachable|nxdomain|noaddr|error ...".
@@ -173,60 +85,15 @@ class NetworkEscapeTest : public ::testing::Test {
   static void SetUpTestSuite() {
     if (geteuid() != 0) return;
     if (access("/usr/bin/pasta", X_OK) != 0 || access("/usr/bin/python3", X_OK) != 0) return;
-    absl::StatusOr<std::unique_ptr<net::testing::TestNetns>> machine =
-        net::testing::TestNetns::Create();
-    absl::StatusOr<std::unique_ptr<net::testing::TestNetns>> internet =
-        net::testing::TestNetns::Create();
-    if (!machine.ok() || !internet.ok()) return;
-    machine_ = machine->release();
-    internet_ = internet->release();
-    std::vector<std::vector<std::string>> internet_setup = {
-        {"ip", "link", "set", "lo", "up"},
-        {"ip", "addr", "add", "203.0.113.1/24", "dev", "vi"},
-        {"ip", "link", "set", "vi", "up"},
-    };
-    for (const char* address :
-         {"198.51.100.10", "198.51.100.20", kOtherDns, kDnsServer, "10.0.0.5", "169.254.169.254"}) {
-      internet_setup.push_back({"ip", "addr", "add", absl::StrCat(address, "/32"), "dev", "lo"});
-    }
-    absl::Status ok = machine_->Run({"ip", "link", "set", "lo", "up"}).status();
-    if (ok.ok()) {
-      ok = machine_
-               ->Run({"ip", "link", "add", "vm", "type", "veth", "peer", "name", "vi", "netns",
-                      absl::StrCat(internet_->pid())})
-               .status();
-    }
-    for (const auto& argv : internet_setup) {
-      if (ok.ok()) ok = internet_->Run(argv).status();
-    }
-    for (const std::vector<std::string>& argv :
-         {std::vector<std::string>{"ip", "addr", "add", "203.0.113.2/24", "dev", "vm"},
-          {"ip", "link", "set", "vm", "up"},
-          {"ip", "route", "add", "default", "via", "203.0.113.1"}}) {
-      if (ok.ok()) ok = machine_->Run(argv).status();
-    }
-    if (!ok.ok()) {
-      setup_error_ = new std::string(ok.message());
+    absl::StatusOr<std::unique_ptr<FakeInternet>> internet = FakeInternet::Start();
+    if (!internet.ok()) {
+      setup_error_ = new std::string(internet.status().message());
       return;
     }
-    for (auto [address, port] :
-         std::vector<std::pair<const char*, uint16_t>>{{"198.51.100.10", 8080},
-                                                       {"198.51.100.10", 8081},
-                                                       {"198.51.100.20", 8080},
-                                                       {"10.0.0.5", 8080},
-                                                       {"169.254.169.254", 80}}) {
-      absl::StatusOr<base::UniqueFd> listener =
-          net::testing::Listen(internet_->fd(), address, port);
-      if (listener.ok()) listeners_.push_back(listener->Release());
-    }
-    absl::StatusOr<base::UniqueFd> dns = net::testing::BindUdp(internet_->fd(), kDnsServer, 53);
-    absl::StatusOr<base::UniqueFd> other = net::testing::BindUdp(internet_->fd(), kOtherDns, 53);
-    if (!dns.ok() || !other.ok()) return;
-    dns_ = new FakeDns(*std::move(dns));
-    other_dns_ = new FakeDns(*std::move(other));
+    internet_ = internet->release();
     // zygo (forked by the harness from this thread) runs on the "machine".
     host_netns_ = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-    if (setns(machine_->fd(), CLONE_NEWNET) != 0) return;
+    if (setns(internet_->machine().fd(), CLONE_NEWNET) != 0) return;
     ready_ = true;
   }
 
@@ -235,10 +102,6 @@ class NetworkEscapeTest : public ::testing::Test {
       setns(host_netns_, CLONE_NEWNET);
       close(host_netns_);
     }
-    delete dns_;
-    delete other_dns_;
-    for (int fd : listeners_) close(fd);
-    delete machine_;
     delete internet_;
   }
 
@@ -273,31 +136,27 @@ class NetworkEscapeTest : public ::testing::Test {
     return verdicts;
   }
 
-  static inline net::testing::TestNetns* machine_ = nullptr;
-  static inline net::testing::TestNetns* internet_ = nullptr;
-  static inline FakeDns* dns_ = nullptr;
-  static inline FakeDns* other_dns_ = nullptr;
-  static inline std::vector<int> listeners_;
+  static inline FakeInternet* internet_ = nullptr;
   static inline int host_netns_ = -1;
   static inline bool ready_ = false;
   static inline std::string* setup_error_ = nullptr;
 };
 
 TEST_F(NetworkEscapeTest, EgressReachesOnlyAllowlistedNamesAndPorts) {
-  int other_before = dns_->QueriesFor("other.test");
-  int direct_before = other_dns_->Queries();
+  int other_before = internet_->dns().QueriesFor("other.test");
+  int direct_before = internet_->other_dns().Queries();
   std::map<std::string, std::string> v =
       Probe({"--net", "egress", "--allow", "allowed.test:8080", "--allow", "rebind.test:8080"},
             {"allowed.test:8080", "allowed.test:8081", "other.test:8080", "rebind.test:8080",
              "198.51.100.20:8080", "10.0.0.5:8080", "169.254.169.254:80", "dns@198.51.100.53"});
   // The control: an allowed name resolves and connects.
   EXPECT_EQ(v["allowed.test:8080"], "connected");
-  EXPECT_GE(dns_->QueriesFor("allowed.test"), 1);
+  EXPECT_GE(internet_->dns().QueriesFor("allowed.test"), 1);
   // The same address on a port off the list.
   EXPECT_EQ(v["allowed.test:8081"], "timeout");
   // A name off the list: NXDOMAIN, and the upstream never heard of it.
   EXPECT_EQ(v["other.test:8080"], "nxdomain");
-  EXPECT_EQ(dns_->QueriesFor("other.test"), other_before);
+  EXPECT_EQ(internet_->dns().QueriesFor("other.test"), other_before);
   // An allowed name answering a private address: no address comes back.
   EXPECT_EQ(v["rebind.test:8080"], "noaddr");
   // Raw addresses: public, LAN, metadata.
@@ -306,17 +165,17 @@ TEST_F(NetworkEscapeTest, EgressReachesOnlyAllowlistedNamesAndPorts) {
   EXPECT_EQ(v["169.254.169.254:80"], "timeout");
   // DNS straight to another server.
   EXPECT_EQ(v["dns@198.51.100.53"], "error 1");  // EPERM from the local drop
-  EXPECT_EQ(other_dns_->Queries(), direct_before);
+  EXPECT_EQ(internet_->other_dns().Queries(), direct_before);
 }
 
 TEST_F(NetworkEscapeTest, FullReachesPublicAddressesButNotPrivateOnes) {
-  int direct_before = other_dns_->Queries();
+  int direct_before = internet_->other_dns().Queries();
   std::map<std::string, std::string> v =
       Probe({"--net", "full"},
             {"198.51.100.20:8080", "dns@198.51.100.53", "10.0.0.5:8080", "169.254.169.254:80"});
   EXPECT_EQ(v["198.51.100.20:8080"], "connected");  // the control
   EXPECT_EQ(v["dns@198.51.100.53"], "answered");
-  EXPECT_GT(other_dns_->Queries(), direct_before);
+  EXPECT_GT(internet_->other_dns().Queries(), direct_before);
   EXPECT_EQ(v["10.0.0.5:8080"], "timeout");
   EXPECT_EQ(v["169.254.169.254:80"], "timeout");
 }
@@ -327,7 +186,7 @@ TEST_F(NetworkEscapeTest, NoneHasOnlyLoopback) {
   EXPECT_EQ(v["interfaces"], "lo");
   EXPECT_EQ(v["198.51.100.20:8080"], "unreachable");
   // The control: the same target from the machine itself.
-  EXPECT_EQ(net::testing::TryConnect(machine_->fd(), "198.51.100.20", 8080).result,
+  EXPECT_EQ(net::testing::TryConnect(internet_->machine().fd(), "198.51.100.20", 8080).result,
             net::testing::ConnectResult::kConnected);
 }
 
