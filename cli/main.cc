@@ -11,8 +11,12 @@
 #include "absl/status/statusor.h"
 #include "bench/bytecode_bench.h"
 #include "bench/cold_bench.h"
+#include "bench/density_bench.h"
+#include "bench/embed_bench.h"
+#include "bench/load_bench.h"
 #include "bench/net_bench.h"
 #include "bench/pull_bench.h"
+#include "bench/warm_bench.h"
 #include "cli/doctor_command.h"
 #include "cli/helper_binary.h"
 #include "cli/image_commands.h"
@@ -64,8 +68,17 @@ Benches:
            layer (zygo bench bytecode --help)
   net      what a network mode adds to a one-shot run, and connect and resolve
            times through the sandbox, in a fake internet (zygo bench net --help)
+  warm     the warm path of a Python function, phase by phase, against a Python
+           server that forks per request; --pool: a runtime pool against a warm
+           function (zygo bench warm --help)
+  load     sustained requests per second through one warm function
+           (zygo bench load --help)
+  density  memory per extra warm function against per extra pooled script
+           (zygo bench density --help)
+  embed    an import-heavy script per call: zygo exec against zygo run and
+           bubblewrap one-shot (zygo bench embed --help)
 
-warm and load arrive with the supervisor.
+warm, load, density and embed take --quick: a smoke run of under 20 s for CI.
 )";
 
 // `argv` starts after the word "bench".
@@ -82,9 +95,13 @@ int BenchCommand(int argc, char** argv) {
   if (strcmp(argv[0], "pull") == 0) return zygo::bench::RunPullBench(argc - 1, argv + 1);
   if (strcmp(argv[0], "bytecode") == 0) return zygo::bench::RunBytecodeBench(argc - 1, argv + 1);
   if (strcmp(argv[0], "net") == 0) return zygo::bench::RunNetBench(argc - 1, argv + 1);
+  if (strcmp(argv[0], "warm") == 0) return zygo::bench::RunWarmBench(argc - 1, argv + 1);
+  if (strcmp(argv[0], "load") == 0) return zygo::bench::RunLoadBench(argc - 1, argv + 1);
+  if (strcmp(argv[0], "density") == 0) return zygo::bench::RunDensityBench(argc - 1, argv + 1);
+  if (strcmp(argv[0], "embed") == 0) return zygo::bench::RunEmbedBench(argc - 1, argv + 1);
   fprintf(stderr,
-          "zygo bench: unknown bench '%s': only cold, pull, bytecode and net exist so far "
-          "(warm and load arrive with the supervisor)\n",
+          "zygo bench: unknown bench '%s' (cold, pull, bytecode, net, warm, load, density, "
+          "embed; see zygo bench --help)\n",
           argv[0]);
   return 125;
 }

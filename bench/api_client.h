@@ -1,0 +1,64 @@
+// A minimal HTTP/1.1 keep-alive client of the supervisor's API over its unix socket, for
+// the warm-path benches: one connection, one request at a time, replies parsed with
+// http-parser. No libcurl (it has no static archive), so the static `zygo` can link it.
+#ifndef ZYGO_BENCH_API_CLIENT_H_
+#define ZYGO_BENCH_API_CLIENT_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/base/unique_fd.h"
+#include "nlohmann/json.hpp"
+
+namespace zygo::bench {
+
+struct HttpReply {
+  int status = 0;
+  std::string body;
+};
+
+// One keep-alive connection. Move-only; use from one thread at a time.
+class ApiConnection {
+ public:
+  // Connects to the socket. Unavailable when nothing listens there.
+  static absl::StatusOr<ApiConnection> Connect(const std::string& socket_path);
+
+  ApiConnection(ApiConnection&&) = default;
+  ApiConnection& operator=(ApiConnection&&) = default;
+
+  // Sends one request and reads its whole reply. When the server closed the connection
+  // after the previous reply (no keep-alive), reconnects first. Any status is returned
+  // as it came; an error means no complete reply arrived.
+  absl::StatusOr<HttpReply> Call(absl::string_view method, absl::string_view target,
+                                 absl::string_view body);
+
+  // Call() plus the API's conventions: the parsed body of a 2xx reply, else the API's
+  // error ({"error":{"code","message"}}) as an Internal error that quotes it.
+  absl::StatusOr<nlohmann::json> CallJson(absl::string_view method, absl::string_view target,
+                                          absl::string_view body);
+
+  const std::string& socket_path() const { return socket_path_; }
+
+ private:
+  ApiConnection(std::string socket_path, base::UniqueFd fd)
+      : socket_path_(std::move(socket_path)), fd_(std::move(fd)) {}
+
+  absl::Status SendAll(absl::string_view data);
+  absl::StatusOr<HttpReply> ReadReply();
+
+  std::string socket_path_;
+  base::UniqueFd fd_;
+  std::string request_;  // reused between calls: no allocation once it has grown
+};
+
+// A connected AF_UNIX stream socket. Unavailable when nothing listens at `path`;
+// InvalidArgument when the path does not fit in sun_path.
+absl::StatusOr<base::UniqueFd> ConnectUnixSocket(const std::string& path);
+
+// Percent-escapes a query value ("sha256:ab" -> "sha256%3Aab").
+std::string EscapeQueryValue(absl::string_view text);
+
+}  // namespace zygo::bench
+
+#endif  // ZYGO_BENCH_API_CLIENT_H_

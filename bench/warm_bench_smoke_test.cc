@@ -1,0 +1,61 @@
+// Runs the real `zygo bench warm --quick` and checks it reports what it must: the host,
+// both schedules for zygo and the peer, the phase table, the fork floor, the ratios and
+// every bar. Never its speed: PASS and FAIL are both a bench that worked.
+#include <unistd.h>
+
+#include <regex>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "testing/harness.h"
+
+namespace zygo::bench {
+namespace {
+
+using ::zygo::testing::RunOnHost;
+using ::zygo::testing::RunOptions;
+using ::zygo::testing::RunResult;
+using ::zygo::testing::ZygoPath;
+
+bool Has(const std::string& out, const std::string& pattern) {
+  return std::regex_search(out, std::regex(pattern));
+}
+
+TEST(WarmBenchSmoke, ReportsSchedulesPhasesFloorPeerAndBars) {
+  if (geteuid() != 0) GTEST_SKIP() << "requires_root: the supervisor makes cgroups";
+  if (access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "needs /usr/bin/python3";
+  RunOptions options;
+  options.timeout_seconds = 50;
+  RunResult result = RunOnHost({ZygoPath(), "bench", "warm", "--quick"}, options);
+  ASSERT_EQ(result.exit_code, 0) << "stdout:\n" << result.out << "\nstderr:\n" << result.err;
+  const std::string& out = result.out;
+  EXPECT_TRUE(Has(out, "(^|\n)host: Linux [^\n]+ nproc [0-9]+")) << out;
+  EXPECT_TRUE(Has(out, "\npeer: Python 3[^\n]+prefork_peer\\.py")) << out;
+  const std::string ms = " +[0-9]+\\.[0-9]{3}";
+  for (const char* who : {"zygo", "peer"}) {
+    EXPECT_TRUE(Has(out, std::string("\n250/s open loop +") + who + " +300 +[0-9]+" + ms + ms + ms))
+        << who << "\n" << out;
+    EXPECT_TRUE(Has(out, std::string("\n100 ms apart +") + who + " +20 +[0-9]+" + ms + ms + ms))
+        << who << "\n" << out;
+  }
+  EXPECT_TRUE(Has(out, "\nphases \\(us\\) +fork +admit +run +reply +total\n")) << out;
+  EXPECT_TRUE(Has(out, "\n250/s open loop +p50( +[0-9]+){5}\n +p99( +[0-9]+){5}\n")) << out;
+  EXPECT_TRUE(Has(out, "\nhost fork\\(\\)\\+wait\\(\\) floor: p50 [0-9]+ us, p99 [0-9]+ us")) << out;
+  EXPECT_TRUE(Has(out, "\nzygo / peer \\(250/s open loop\\): p50 [0-9.]+x")) << out;
+  for (const char* bar : {"warm p50 <= 0\\.6x peer p50 \\(250/s open loop\\)",
+                          "warm p99 <= 2x warm p50 \\(250/s open loop\\)",
+                          "warm p50 <= 0\\.6x peer p50 \\(100 ms apart\\)",
+                          "warm p99 <= 2x warm p50 \\(100 ms apart\\)"}) {
+    EXPECT_TRUE(Has(out, std::string("\nbar: ") + bar + ": (PASS|FAIL) \\([0-9.]+x\\)\n"))
+        << bar << "\n" << out;
+  }
+}
+
+TEST(WarmBenchSmoke, ABadFlagIsZygosOwnFailure) {
+  RunResult result = RunOnHost({ZygoPath(), "bench", "warm", "--rate", "fast"});
+  EXPECT_EQ(result.exit_code, 125);
+  EXPECT_NE(result.err.find("--rate 'fast'"), std::string::npos) << result.err;
+}
+
+}  // namespace
+}  // namespace zygo::bench
