@@ -55,7 +55,7 @@ absl::StatusOr<PssTotal> SettledPss(pid_t supervisor) {
 }
 
 // One request to `name` (a script of the pool when `digest` is set), checked.
-absl::Status CallOnce(ApiConnection& api, const std::string& name, const std::string& digest,
+absl::Status CallOnce(supervisor::ApiConnection& api, const std::string& name, const std::string& digest,
                       int index) {
   ZYGO_ASSIGN_OR_RETURN(std::string reply, Exec(api, name, digest, index));
   PhaseSamples ignored;

@@ -86,9 +86,8 @@ int Report(const std::vector<MeasuredCase>& measured, const std::vector<Interlea
   printf("commands:\n");
   for (const InterleavedCase& c : cases) printf("  %-10s %s\n", c.variant.c_str(), c.steps[0].shown.c_str());
   printf(
-      "zygo exec starts the zygo program per call (which execs zygo-api, which talks to the "
-      "supervisor); an embedder calling the API directly pays what `zygo bench warm` "
-      "measures instead\n\n");
+      "zygo exec starts the (static) zygo program per call, which talks to the supervisor; "
+      "an embedder calling the API directly pays what `zygo bench warm` measures instead\n\n");
   const Summary& run = measured[1].result.summary;
   const Summary& bwrap = measured[2].result.summary;
   printf("zygo run / zygo exec: p50 %.1fx; bwrap / zygo exec: p50 %.1fx, p99 %.1fx\n",

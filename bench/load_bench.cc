@@ -25,8 +25,8 @@ using CallFactory = std::function<absl::StatusOr<CallFn>(int)>;
 
 CallFactory ZygoCalls(const std::string& socket) {
   return [socket](int) -> absl::StatusOr<CallFn> {
-    ZYGO_ASSIGN_OR_RETURN(ApiConnection api, ApiConnection::Connect(socket));
-    auto shared = std::make_shared<ApiConnection>(std::move(api));
+    ZYGO_ASSIGN_OR_RETURN(supervisor::ApiConnection api, supervisor::ApiConnection::Connect(socket));
+    auto shared = std::make_shared<supervisor::ApiConnection>(std::move(api));
     return CallFn([shared](int index) -> absl::StatusOr<std::string> {
       ZYGO_ASSIGN_OR_RETURN(std::string body, Exec(*shared, "warm", "", index));
       if (!absl::StartsWith(body, "{\"ok\":true")) {

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
-#include "bench/api_client.h"
+#include "supervisor/api_connection.h"
 #include "bench/background_process.h"
 #include "bench/scratch_dir.h"
 #include "bench/timed_spawn.h"
@@ -83,7 +83,7 @@ absl::Status SupervisorProcess::WaitHealthy() {
                                                  " before it was healthy; its log:\n",
                                                  LogTail()));
     }
-    absl::StatusOr<ApiConnection> connection = ApiConnection::Connect(socket_);
+    absl::StatusOr<supervisor::ApiConnection> connection = supervisor::ApiConnection::Connect(socket_);
     if (connection.ok()) {
       absl::StatusOr<nlohmann::json> health = connection->CallJson("GET", "/v1/health", "");
       if (health.ok()) return absl::OkStatus();

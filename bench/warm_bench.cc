@@ -157,7 +157,7 @@ absl::StatusOr<int> MeasureAgainstPeer(const WarmOptions& options, SupervisorSes
 }
 
 // Stores the scripts and calls each once, checking its reply; returns their digests.
-absl::StatusOr<std::vector<std::string>> PrepareScripts(ApiConnection& api, int scripts) {
+absl::StatusOr<std::vector<std::string>> PrepareScripts(supervisor::ApiConnection& api, int scripts) {
   std::vector<std::string> digests;
   for (int i = 0; i < scripts; ++i) {
     ZYGO_ASSIGN_OR_RETURN(std::string digest, PutScript(api, PoolScriptSource(i)));
@@ -179,7 +179,7 @@ absl::StatusOr<int> MeasurePool(const WarmOptions& options, SupervisorSession& s
   const std::string work = session.process->WorkDir();
   ZYGO_RETURN_IF_ERROR(RegisterFunction(*session.api, work + "/pool", "",
                                         {"pool", "", /*pool=*/true, /*preload_sixteen=*/true}));
-  ZYGO_ASSIGN_OR_RETURN(ApiConnection pool_api, ApiConnection::Connect(session.process->socket_path()));
+  ZYGO_ASSIGN_OR_RETURN(supervisor::ApiConnection pool_api, supervisor::ApiConnection::Connect(session.process->socket_path()));
   ZYGO_ASSIGN_OR_RETURN(double pool_warm_ms, WaitWarm(pool_api, "pool", 0, nullptr));
   ZYGO_ASSIGN_OR_RETURN(std::vector<std::string> digests, PrepareScripts(pool_api, options.scripts));
   printf(

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
-#include "bench/api_client.h"
+#include "supervisor/api_connection.h"
 #include "bench/background_process.h"
 #include "bench/prefork_peer_source.h"
 #include "bench/timed_spawn.h"
@@ -45,7 +45,7 @@ absl::StatusOr<std::unique_ptr<PreforkPeer>> PreforkPeer::Start(const std::strin
                                                  " before it was ready; its log:\n",
                                                  FileTail(log, 2000)));
     }
-    if (ConnectUnixSocket(peer->socket_).ok()) return peer;
+    if (supervisor::ConnectUnixSocket(peer->socket_).ok()) return peer;
     usleep(5'000);
   }
   return absl::DeadlineExceededError(absl::StrCat("the prefork peer was not ready after ",
@@ -68,7 +68,7 @@ PreforkPeer::~PreforkPeer() {
 }
 
 absl::StatusOr<PeerConnection> PeerConnection::Connect(const std::string& socket_path) {
-  ZYGO_ASSIGN_OR_RETURN(base::UniqueFd fd, ConnectUnixSocket(socket_path));
+  ZYGO_ASSIGN_OR_RETURN(base::UniqueFd fd, supervisor::ConnectUnixSocket(socket_path));
   return PeerConnection(std::move(fd));
 }
 

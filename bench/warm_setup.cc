@@ -67,12 +67,12 @@ int FailBench(const char* bench, const absl::Status& status) {
 absl::StatusOr<SupervisorSession> StartSession(const std::string& supervisor_binary) {
   SupervisorSession session;
   ZYGO_ASSIGN_OR_RETURN(session.process, SupervisorProcess::Start(supervisor_binary));
-  ZYGO_ASSIGN_OR_RETURN(ApiConnection api, ApiConnection::Connect(session.process->socket_path()));
-  session.api = std::make_unique<ApiConnection>(std::move(api));
+  ZYGO_ASSIGN_OR_RETURN(supervisor::ApiConnection api, supervisor::ApiConnection::Connect(session.process->socket_path()));
+  session.api = std::make_unique<supervisor::ApiConnection>(std::move(api));
   return session;
 }
 
-absl::Status RegisterFunction(ApiConnection& api, const std::string& dir,
+absl::Status RegisterFunction(supervisor::ApiConnection& api, const std::string& dir,
                               const std::string& handler_source, const FunctionSpecOptions& spec) {
   if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     return base::ErrnoStatus(errno, absl::StrCat("mkdir(", dir, ")"));
@@ -80,8 +80,8 @@ absl::Status RegisterFunction(ApiConnection& api, const std::string& dir,
   if (!handler_source.empty()) {
     ZYGO_RETURN_IF_ERROR(WriteTextFile(dir + "/handler.py", handler_source));
   }
-  const std::string target = absl::StrCat("/v1/functions?origin=", EscapeQueryValue(spec.name),
-                                          ".toml&base_dir=", EscapeQueryValue(dir));
+  const std::string target = absl::StrCat("/v1/functions?origin=", supervisor::EscapeQueryValue(spec.name),
+                                          ".toml&base_dir=", supervisor::EscapeQueryValue(dir));
   absl::StatusOr<nlohmann::json> info = api.CallJson("POST", target, FunctionSpecToml(spec));
   if (!info.ok()) {
     return absl::Status(info.status().code(), absl::StrCat("registering '", spec.name,
@@ -90,7 +90,7 @@ absl::Status RegisterFunction(ApiConnection& api, const std::string& dir,
   return absl::OkStatus();
 }
 
-absl::StatusOr<double> WaitWarm(ApiConnection& api, const std::string& name, int requests,
+absl::StatusOr<double> WaitWarm(supervisor::ApiConnection& api, const std::string& name, int requests,
                                 const CallFn& call) {
   const double start = NowMs();
   for (;;) {
@@ -118,11 +118,11 @@ absl::StatusOr<double> WaitWarm(ApiConnection& api, const std::string& name, int
   return warm_ms;
 }
 
-absl::StatusOr<std::string> Exec(ApiConnection& api, const std::string& name,
+absl::StatusOr<std::string> Exec(supervisor::ApiConnection& api, const std::string& name,
                                  const std::string& script_digest, int index) {
   std::string target = absl::StrCat("/v1/functions/", name, "/exec");
-  if (!script_digest.empty()) absl::StrAppend(&target, "?script=", EscapeQueryValue(script_digest));
-  ZYGO_ASSIGN_OR_RETURN(HttpReply reply, api.Call("POST", target, EventJson(index)));
+  if (!script_digest.empty()) absl::StrAppend(&target, "?script=", supervisor::EscapeQueryValue(script_digest));
+  ZYGO_ASSIGN_OR_RETURN(supervisor::HttpReply reply, api.Call("POST", target, EventJson(index)));
   if (reply.status != 200) {
     return absl::InternalError(
         absl::StrCat("POST ", target, ": HTTP ", reply.status, ": ", reply.body.substr(0, 1500)));
@@ -130,7 +130,7 @@ absl::StatusOr<std::string> Exec(ApiConnection& api, const std::string& name,
   return std::move(reply.body);
 }
 
-CallFn ExecCall(ApiConnection* api, const std::string& name) {
+CallFn ExecCall(supervisor::ApiConnection* api, const std::string& name) {
   return [api, name](int index) { return Exec(*api, name, "", index); };
 }
 
@@ -141,7 +141,7 @@ std::optional<double> HelpersCpu(pid_t supervisor, pid_t peer) {
   return total;
 }
 
-absl::StatusOr<std::string> PutScript(ApiConnection& api, const std::string& source) {
+absl::StatusOr<std::string> PutScript(supervisor::ApiConnection& api, const std::string& source) {
   ZYGO_ASSIGN_OR_RETURN(nlohmann::json reply, api.CallJson("PUT", "/v1/scripts", source));
   std::string digest = reply.value("digest", "");
   if (digest.empty()) return absl::InternalError(absl::StrCat("PUT /v1/scripts: no digest in ", reply.dump()));

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `zygo up/down/ls/exec/scripts` end to end: the real static `zygo` forwarding to zygo-api,
+# `zygo up/down/ls/exec/scripts` end to end: the real static `zygo` (its own API client),
 # against a fake supervisor (testdata/fake_supervisor.py) on a unix socket.
 set -euo pipefail
 

@@ -1,13 +1,16 @@
-// The HTTP/JSON client of the supervisor's API, over its unix socket (libcurl). Used by
-// `zygo-api` (up, down, ls, exec, scripts); kept out of the static `zygo` binary.
+// The HTTP/JSON client of the supervisor's API, over its unix socket, as `zygo up/down/ls/
+// exec/scripts` use it: the API's conventions (JSON bodies, typed errors) on top of
+// supervisor/api_connection.
 #ifndef ZYGO_CLI_API_CLIENT_H_
 #define ZYGO_CLI_API_CLIENT_H_
 
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
+#include "supervisor/api_connection.h"
 
 namespace zygo::cli {
 
@@ -19,7 +22,7 @@ struct ApiRequest {
   std::string content_type;  // "" sends none
 };
 
-// One client is one libcurl handle: use it from one thread at a time.
+// One client is one keep-alive connection, made on first use: one thread at a time.
 class ApiClient {
  public:
   explicit ApiClient(std::string socket_path);
@@ -40,7 +43,7 @@ class ApiClient {
 
  private:
   std::string socket_path_;
-  void* curl_ = nullptr;  // CURL*, kept out of this header
+  std::optional<supervisor::ApiConnection> connection_;
 };
 
 // The absl code for an API error code ("not_found"), falling back on the HTTP status.

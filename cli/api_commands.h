@@ -1,4 +1,4 @@
-// The supervisor client commands of `zygo-api`: up, down, ls, exec, scripts. Each takes the
+// The supervisor client commands of `zygo`: up, down, ls, exec, scripts. Each takes the
 // arguments after its name and returns the exit code (125 with one line for Zygo's own
 // failures: the supervisor unreachable, an unknown function, bad input).
 #ifndef ZYGO_CLI_API_COMMANDS_H_

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "bench/bytecode_bench.h"
+#include "cli/api_commands.h"
 #include "bench/cold_bench.h"
 #include "bench/density_bench.h"
 #include "bench/embed_bench.h"
@@ -162,11 +163,18 @@ int main(int argc, char** argv) {
       return zygo::cli::ForwardToImageTool(forwarded, rest_argc, rest_argv);
     }
   }
-  for (const char* forwarded : {"up", "down", "ls", "exec", "scripts"}) {
-    if (strcmp(command, forwarded) == 0) {
-      return ForwardToHelper("zygo-api", "cli", "the supervisor client", forwarded,
-                             /*pass_command=*/true, rest_argc, rest_argv);
-    }
+  // The supervisor's client: in this binary, so a `zygo exec` pays no library loading.
+  struct ApiEntry {
+    const char* name;
+    int (*run)(int, char**);
+  };
+  static constexpr ApiEntry kApiCommands[] = {
+      {"up", &zygo::cli::UpCommand},     {"down", &zygo::cli::DownCommand},
+      {"ls", &zygo::cli::LsCommand},     {"exec", &zygo::cli::ExecCommand},
+      {"scripts", &zygo::cli::ScriptsCommand},
+  };
+  for (const ApiEntry& entry : kApiCommands) {
+    if (strcmp(command, entry.name) == 0) return entry.run(rest_argc, rest_argv);
   }
   if (strcmp(command, "serve") == 0) {
     // Installed as zygo-supervisor; in a Bazel tree it is //supervisor's own output.

@@ -1,8 +1,9 @@
 // A minimal HTTP/1.1 keep-alive client of the supervisor's API over its unix socket, for
-// the warm-path benches: one connection, one request at a time, replies parsed with
-// http-parser. No libcurl (it has no static archive), so the static `zygo` can link it.
-#ifndef ZYGO_BENCH_API_CLIENT_H_
-#define ZYGO_BENCH_API_CLIENT_H_
+// `zygo up/down/ls/exec` and the warm-path benches: one connection, one request at a time,
+// replies parsed with http-parser. No libcurl (it has no static archive), so the static
+// `zygo` links it and a `zygo exec` costs no shared-library loading.
+#ifndef ZYGO_SUPERVISOR_API_CONNECTION_H_
+#define ZYGO_SUPERVISOR_API_CONNECTION_H_
 
 #include <string>
 
@@ -11,7 +12,7 @@
 #include "core/base/unique_fd.h"
 #include "nlohmann/json.hpp"
 
-namespace zygo::bench {
+namespace zygo::supervisor {
 
 struct HttpReply {
   int status = 0;
@@ -59,6 +60,6 @@ absl::StatusOr<base::UniqueFd> ConnectUnixSocket(const std::string& path);
 // Percent-escapes a query value ("sha256:ab" -> "sha256%3Aab").
 std::string EscapeQueryValue(absl::string_view text);
 
-}  // namespace zygo::bench
+}  // namespace zygo::supervisor
 
-#endif  // ZYGO_BENCH_API_CLIENT_H_
+#endif  // ZYGO_SUPERVISOR_API_CONNECTION_H_

@@ -1,5 +1,5 @@
 // The benches' HTTP/1.1 client: requests written by hand, replies parsed by http-parser.
-#include "bench/api_client.h"
+#include "supervisor/api_connection.h"
 
 #include <errno.h>
 #include <http_parser.h>
@@ -14,7 +14,7 @@
 #include "core/base/errno_status.h"
 #include "core/base/status_macros.h"
 
-namespace zygo::bench {
+namespace zygo::supervisor {
 namespace {
 
 // What the parser callbacks fill in for one reply.
@@ -166,4 +166,4 @@ std::string EscapeQueryValue(absl::string_view text) {
   return out;
 }
 
-}  // namespace zygo::bench
+}  // namespace zygo::supervisor
