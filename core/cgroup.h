@@ -56,6 +56,11 @@ class Cgroup {
   virtual absl::StatusOr<std::unique_ptr<Cgroup>> CreateChild(const CgroupLimits& limits,
                                                               const std::string& prefix) = 0;
 
+  // Starts the peak-memory counter afresh, for a cgroup used again (the supervisor reuses
+  // an emptied request cgroup rather than paying mkdir/rmdir per request). v2 before
+  // Linux 6.12 cannot reset memory.peak: NotFound/InvalidArgument, and the peak stays.
+  virtual absl::Status ResetPeak() = 0;
+
   // SIGKILLs every process in the cgroup, repeating until none is left (a process may
   // fork while it is being killed). Only processes inside this cgroup are touched.
   virtual absl::Status KillAll() = 0;

@@ -28,6 +28,8 @@ namespace zygo::supervisor {
 namespace {
 
 constexpr size_t kLogTailBytes = 8192;
+constexpr size_t kMaxKeptStatuses = 1024;
+constexpr size_t kMaxFreeCgroups = 64;
 
 int64_t MicrosSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
@@ -56,6 +58,7 @@ Zygote::~Zygote() {
   Stop();
   // Requests still in flight at Stop() held their own cgroups inside ours; they are gone
   // now (they held a reference to this zygote), so the function's cgroup can go too.
+  DestroyFreeCgroups();
   if (zygote_cgroup_) zygote_cgroup_->Destroy().IgnoreError();
   if (cgroup_) cgroup_->Destroy().IgnoreError();
 }
@@ -69,7 +72,7 @@ absl::StatusOr<std::unique_ptr<Zygote>> Zygote::Start(ZygoteConfig config) {
     return launched;
   }
   std::unique_lock<std::mutex> lock(zygote->mu_);
-  bool warm = zygote->changed_.wait_for(
+  bool warm = zygote->ready_cv_.wait_for(
       lock, absl::ToChronoMilliseconds(zygote->config_.warm_timeout),
       [&] { return zygote->hello_ || zygote->dead_.load(); });
   if (!zygote->hello_) {
@@ -206,7 +209,7 @@ void Zygote::ReaderLoop() {
           hello_ = true;
           agent_pid_ = static_cast<pid_t>(received->sender_pid);
         }
-        changed_.notify_all();
+        ready_cv_.notify_all();
         break;
       }
       case wire::MessageType::kForked:
@@ -217,9 +220,21 @@ void Zygote::ReaderLoop() {
         if (!done.ok()) break;
         int status = done->exit_kind == wire::ExitKind::kExited ? W_EXITCODE(done->exit_code, 0)
                                                                  : done->exit_code;
-        std::lock_guard<std::mutex> lock(mu_);
-        exit_status_[done->request_id] = status;
-        changed_.notify_all();
+        std::unique_ptr<Spare> finished;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          auto retired = retiring_.find(done->request_id);
+          if (retired != retiring_.end()) {
+            finished = std::move(retired->second);
+            retiring_.erase(retired);
+          } else {
+            exit_status_[done->request_id] = status;
+            // Statuses of spares dropped unused are never asked for: keep only the recent.
+            while (exit_status_.size() > kMaxKeptStatuses) exit_status_.erase(exit_status_.begin());
+            status_cv_.notify_all();
+          }
+        }
+        if (finished) DestroySpare(std::move(finished));
         break;
       }
       case wire::MessageType::kError: {
@@ -230,7 +245,6 @@ void Zygote::ReaderLoop() {
         }
         std::lock_guard<std::mutex> lock(mu_);
         if (error.ok() && error->request_id != 0) spawning_.erase(error->request_id);
-        changed_.notify_all();
         break;
       }
       default:
@@ -262,8 +276,7 @@ void Zygote::HandleForked(wire::ReceivedFrame& received) {
   }
   auto admit_start = std::chrono::steady_clock::now();
   if (cgroup_) {
-    absl::StatusOr<std::unique_ptr<core::Cgroup>> own =
-        cgroup_->CreateChild(config_.request_limits, "request-");
+    absl::StatusOr<std::unique_ptr<core::Cgroup>> own = RequestCgroup();
     absl::Status attached = own.ok() ? (*own)->AttachFromParent(spare->pid) : own.status();
     if (!attached.ok()) {
       fprintf(stderr, "[%s] cannot admit a spare: %s\n", config_.name.c_str(),
@@ -282,7 +295,7 @@ void Zygote::HandleForked(wire::ReceivedFrame& received) {
     // Forked for a request that has been served meanwhile: not needed, unless short.
     if (waiters_ > 0 || static_cast<int>(ready_.size()) < config_.spares) {
       ready_.push_back(std::move(spare));
-      changed_.notify_all();
+      ready_cv_.notify_one();
       return;
     }
   }
@@ -322,7 +335,8 @@ absl::StatusOr<std::unique_ptr<Zygote::Spare>> Zygote::TakeSpare(int64_t wait_ms
     lock.unlock();
     TopUpSpares();
     lock.lock();
-    changed_.wait_for(lock, std::chrono::milliseconds(5));
+    // Timed: a cancel has no way to notify this condition variable.
+    ready_cv_.wait_for(lock, std::chrono::milliseconds(5));
     --waiters_;
   }
   std::unique_ptr<Spare> spare = std::move(ready_.front());
@@ -349,19 +363,26 @@ void Zygote::TopUpSpares() {
 // After a burst: spares beyond the configured number hold pre-faulted memory for nobody.
 void Zygote::TrimSpares() {
   std::vector<std::unique_ptr<Spare>> surplus;
+  std::vector<std::unique_ptr<core::Cgroup>> unused;
   {
     std::lock_guard<std::mutex> lock(mu_);
     while (waiters_ == 0 && static_cast<int>(ready_.size()) > config_.spares) {
       surplus.push_back(std::move(ready_.back()));
       ready_.pop_back();
     }
+    // Free cgroups beyond what the spares will need again: each holds open fds.
+    while (waiters_ == 0 && free_cgroups_.size() > static_cast<size_t>(config_.spares)) {
+      unused.push_back(std::move(free_cgroups_.back()));
+      free_cgroups_.pop_back();
+    }
   }
   for (auto& spare : surplus) DestroySpare(std::move(spare));
+  for (auto& cgroup : unused) cgroup->Destroy().IgnoreError();
 }
 
 std::optional<int> Zygote::WaitExitStatus(uint64_t spare_id, absl::Duration wait) {
   std::unique_lock<std::mutex> lock(mu_);
-  changed_.wait_for(lock, absl::ToChronoMilliseconds(wait), [&] {
+  status_cv_.wait_for(lock, absl::ToChronoMilliseconds(wait), [&] {
     return exit_status_.count(spare_id) > 0 || dead_.load();
   });
   auto found = exit_status_.find(spare_id);
@@ -383,19 +404,67 @@ void Zygote::DestroySpare(std::unique_ptr<Spare> spare) {
   if (!spare) return;
   KillSpare(*spare);
   spare->channel.Reset();
-  if (spare->cgroup) spare->cgroup->Destroy().IgnoreError();
+  if (!spare->cgroup) return;
+  if (spare->cgroup_reusable && !dead_.load() && spare->cgroup->ResetPeak().ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_cgroups_.size() < kMaxFreeCgroups) {
+      free_cgroups_.push_back(std::move(spare->cgroup));
+      return;
+    }
+  }
+  spare->cgroup->Destroy().IgnoreError();
+}
+
+absl::StatusOr<std::unique_ptr<core::Cgroup>> Zygote::RequestCgroup() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!free_cgroups_.empty()) {
+      std::unique_ptr<core::Cgroup> reused = std::move(free_cgroups_.back());
+      free_cgroups_.pop_back();
+      return reused;
+    }
+  }
+  return cgroup_->CreateChild(config_.request_limits, "request-");
+}
+
+void Zygote::DestroyFreeCgroups() {
+  std::vector<std::unique_ptr<core::Cgroup>> free;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    free.swap(free_cgroups_);
+  }
+  for (auto& cgroup : free) cgroup->Destroy().IgnoreError();
 }
 
 void Zygote::MarkDead(const std::string& why) {
   std::deque<std::unique_ptr<Spare>> spares;
+  std::map<uint64_t, std::unique_ptr<Spare>> retiring;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!dead_.load()) death_reason_ = why;
     dead_.store(true);
     spares.swap(ready_);
-    changed_.notify_all();
+    retiring.swap(retiring_);
+    ready_cv_.notify_all();
+    status_cv_.notify_all();
   }
   for (auto& spare : spares) DestroySpare(std::move(spare));
+  for (auto& [id, spare] : retiring) DestroySpare(std::move(spare));
+  DestroyFreeCgroups();
+}
+
+void Zygote::RetireSpare(std::unique_ptr<Spare> spare) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto status = exit_status_.find(spare->id);
+    if (status == exit_status_.end() && !dead_.load()) {
+      spare->channel.Reset();
+      retiring_[spare->id] = std::move(spare);
+      return;
+    }
+    if (status != exit_status_.end()) exit_status_.erase(status);
+  }
+  DestroySpare(std::move(spare));
 }
 
 void Zygote::Stop() {
@@ -410,6 +479,7 @@ void Zygote::Stop() {
   if (reader_thread_.joinable()) reader_thread_.join();
   if (log_thread_.joinable()) log_thread_.join();
   MarkDead("stopped");
+  DestroyFreeCgroups();
   if (zygote_cgroup_) zygote_cgroup_->Destroy().IgnoreError();
   if (cgroup_) cgroup_->Destroy().IgnoreError();
 }

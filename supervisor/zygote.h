@@ -93,6 +93,9 @@ class Zygote {
   std::optional<int> WaitExitStatus(uint64_t spare_id, absl::Duration wait);
   void KillSpare(Spare& spare);
   void DestroySpare(std::unique_ptr<Spare> spare);
+  void RetireSpare(std::unique_ptr<Spare> spare);
+  absl::StatusOr<std::unique_ptr<core::Cgroup>> RequestCgroup();
+  void DestroyFreeCgroups();
   std::string LogTail() const;
 
   ZygoteConfig config_;
@@ -105,7 +108,8 @@ class Zygote {
   absl::Duration warm_time_;
 
   mutable std::mutex mu_;
-  std::condition_variable changed_;
+  std::condition_variable ready_cv_;   // a spare is ready, the agent said Hello, or died
+  std::condition_variable status_cv_;  // an exit status arrived (only error paths wait)
   bool hello_ = false;        // the agent is warm
   std::string death_reason_;  // why the sandbox ended or never started
   base::UniqueFd pidfd_;      // the sandbox's init
@@ -115,6 +119,12 @@ class Zygote {
   uint64_t next_spare_id_ = 1;
   int waiters_ = 0;  // requests waiting for a spare
   std::map<uint64_t, int> exit_status_;  // spare id -> wait status, from the zygote's Done
+  // Spares whose request is answered, kept until the zygote reports their exit: then the
+  // reader removes their cgroups, so no request thread waits for a process to end.
+  std::map<uint64_t, std::unique_ptr<Spare>> retiring_;
+  // Emptied request cgroups, reused for new spares: mkdir + limits + rmdir per request
+  // were most of the supervisor's own CPU time under load.
+  std::vector<std::unique_ptr<core::Cgroup>> free_cgroups_;
   std::string log_tail_;                 // the end of the agent's own output
   std::atomic<bool> dead_{false};
   std::atomic<bool> stopping_{false};

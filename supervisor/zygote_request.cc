@@ -260,6 +260,8 @@ void Zygote::Run(const SpareRequest& request, const CancelSignal& cancel,
         "); it is re-warmed on the next request"));
   }
   DescribeEnd(answer, status, usage, &reply);
+  spare->cgroup_reusable = (answer.ending == Ending::kDone || answer.ending == Ending::kFailed) &&
+                           usage.oom_kills == 0 && usage.pids_max_hits == 0;
   reply.stdout_data = ReadCaptured(out->get(), &reply.stdout_truncated);
   reply.stderr_data = ReadCaptured(err->get(), &reply.stderr_truncated);
   const auto now = Clock::now();
@@ -269,11 +271,13 @@ void Zygote::Run(const SpareRequest& request, const CancelSignal& cancel,
   reply.timings.total_us = Micros(start, now);
   deliver(std::move(reply));
 
-  // After the reply: the child exits by itself; its cgroup goes once it is empty.
-  if (!status.has_value() && !WaitExitStatus(spare->id, absl::Seconds(1)).has_value()) {
-    KillSpare(*spare);
+  // After the reply: the child exits by itself; its cgroup goes once the zygote has
+  // reaped it (see RetireSpare), without this thread waiting for that.
+  if (status.has_value()) {
+    DestroySpare(std::move(spare));
+  } else {
+    RetireSpare(std::move(spare));
   }
-  DestroySpare(std::move(spare));
   TrimSpares();
 }
 

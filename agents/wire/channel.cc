@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -165,11 +166,13 @@ absl::StatusOr<ReceivedFrame> ReceiveFrame(int fd, absl::Duration timeout) {
   const absl::Time deadline =
       timeout == absl::InfiniteDuration() ? absl::InfiniteFuture() : absl::Now() + timeout;
   // One spare byte beyond the largest legal frame: a datagram that fills it is oversized.
-  std::string buffer(kMaxFrameSize + 1, '\0');
+  // Per thread and never zeroed: 128 KiB allocated and cleared per frame was measurable on
+  // the supervisor's request path.
+  thread_local const std::unique_ptr<char[]> buffer(new char[kMaxFrameSize + 1]);
   for (;;) {
     ZYGO_RETURN_IF_ERROR(WaitReadable(fd, deadline));
     ZYGO_ASSIGN_OR_RETURN(const bool credentials, PassesCredentials(fd));
-    iovec iov{buffer.data(), buffer.size()};
+    iovec iov{buffer.get(), kMaxFrameSize + 1};
     alignas(cmsghdr) unsigned char control[kControlSize] = {};
     msghdr msg{};
     msg.msg_iov = &iov;
@@ -196,7 +199,7 @@ absl::StatusOr<ReceivedFrame> ReceiveFrame(int fd, absl::Duration timeout) {
       return absl::InvalidArgumentError(
           absl::StrCat("wire: datagram truncated; frames are at most ", kMaxFrameSize, " bytes"));
     }
-    const absl::string_view bytes(buffer.data(), static_cast<size_t>(n));
+    const absl::string_view bytes(buffer.get(), static_cast<size_t>(n));
     ZYGO_ASSIGN_OR_RETURN(FrameHeader header, DecodeHeader(bytes));
     if (header.fd_count() != received.fds.size()) {
       return absl::InvalidArgumentError(absl::StrCat("wire: ", MessageTypeName(header.type),

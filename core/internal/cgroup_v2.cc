@@ -83,6 +83,10 @@ class CgroupV2 : public Cgroup {
   absl::StatusOr<CgroupUsage> ReadUsage() const override;
   absl::StatusOr<std::unique_ptr<Cgroup>> CreateChild(const CgroupLimits& limits,
                                                       const std::string& prefix) override;
+  // memory.peak is writable (a reset) since Linux 6.12.
+  absl::Status ResetPeak() override {
+    return WriteControlFile(absl::StrCat(dir_, "/memory.peak"), "0", IfMissing::kFail);
+  }
   absl::Status KillAll() override {
     return KillCgroupMembers(absl::StrCat(dir_, "/cgroup.procs"));
   }
