@@ -78,6 +78,25 @@ def kill_parent(event):
 def fds(event):
     return sorted(int(fd) for fd in os.listdir("/proc/self/fd"))
 
+def peek(event):
+    # Writes a secret into its own TMPDIR, then tries every other request's directory.
+    with open(os.path.join(tempfile.gettempdir(), "secret"), "w") as f:
+        f.write("mine")
+    own = open(os.path.join(tempfile.gettempdir(), "secret")).read()
+    time.sleep(event)
+    seen = {}
+    for name in ["/tmp"] + ["/tmp/" + n for n in ("zygo-req-1", "zygo-req-2", "zygo-req-3",
+                                                  "zygo-req-4", "zygo-req-5", "zygo-req-6")]:
+        if name == tempfile.gettempdir():
+            continue
+        try:
+            seen[name] = sorted(os.listdir(name))
+        except FileNotFoundError:
+            pass
+        except PermissionError:
+            seen[name] = "denied"
+    return {"own": own, "seen": seen}
+
 def unencodable(event):
     return {1, 2, 3}
 
@@ -214,6 +233,30 @@ TEST_F(WarmPythonTest, EachRequestHasItsOwnEmptyTmp) {
   EXPECT_EQ(Result(second)["before"], nlohmann::json::array())
       << "the second request saw the first one's file";
   EXPECT_NE(Result(first)["tmpdir"], Result(second)["tmpdir"]);
+}
+
+TEST_F(WarmPythonTest, ConcurrentRequestsCannotReadEachOthersTmp) {
+  UpHandler("peek");
+  std::promise<ExecReply> first, second;
+  ExecRequest slow;
+  slow.function = "peek";
+  slow.event_json = "0.8";
+  service_->Exec(slow, [&](ExecReply reply) { first.set_value(reply); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ExecRequest fast = slow;
+  fast.event_json = "0";
+  service_->Exec(fast, [&](ExecReply reply) { second.set_value(reply); });
+  ExecReply a = first.get_future().get();
+  ExecReply b = second.get_future().get();
+  ASSERT_TRUE(a.ok && b.ok) << a.error_message << b.error_message;
+  for (const ExecReply* reply : {&a, &b}) {
+    nlohmann::json result = Result(*reply);
+    EXPECT_EQ(result["own"], "mine") << "control: a request reads its own files";
+    for (auto& [dir, listing] : result["seen"].items()) {
+      EXPECT_EQ(listing, "denied") << dir << " was readable: " << listing;
+    }
+    EXPECT_TRUE(result["seen"].contains("/tmp")) << reply->result_json;
+  }
 }
 
 TEST_F(WarmPythonTest, RequestCannotSignalTheZygote) {

@@ -25,12 +25,34 @@ using base::ErrnoStatus;
 using base::UniqueFd;
 
 absl::Status AddRule(int ruleset, const char* path, uint64_t access) {
-  UniqueFd dir(::open(path, O_PATH | O_DIRECTORY | O_CLOEXEC));
+  UniqueFd dir(::open(path, O_PATH | O_CLOEXEC));
   if (!dir.valid()) return ErrnoStatus(errno, absl::StrCat("open(", path, ", O_PATH)"));
   if (const int rc = base::sys::RawLandlockAddPathRule(ruleset, dir.get(), access); rc < 0) {
     return ErrnoStatus(-rc, absl::StrCat("landlock_add_rule(", path, ")"));
   }
   return absl::OkStatus();
+}
+
+// One rule per entry of "/" (read/execute; /dev also writable as `dev_access` says),
+// skipping /tmp and symlinks (their targets are entries of their own, such as /usr/lib).
+absl::Status AllowTopLevelEntries(int ruleset, uint64_t dev_access) {
+  DIR* root = ::opendir("/");
+  if (root == nullptr) return ErrnoStatus(errno, "opendir(/)");
+  absl::Status status;
+  while (const dirent* entry = ::readdir(root)) {
+    const std::string name = entry->d_name;
+    if (name == "." || name == ".." || name == "tmp") continue;
+    struct stat st;
+    if (::fstatat(::dirfd(root), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (S_ISLNK(st.st_mode)) continue;
+    uint64_t access = base::sys::kLandlockReadExecute;
+    if (!S_ISDIR(st.st_mode)) access = LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_EXECUTE;
+    if (name == "dev") access = dev_access;
+    status = AddRule(ruleset, absl::StrCat("/", name).c_str(), access);
+    if (!status.ok()) break;
+  }
+  ::closedir(root);
+  return status;
 }
 
 absl::Status RemoveContents(int dir_fd, const std::string& path, int depth) {
@@ -99,9 +121,9 @@ absl::StatusOr<int> RestrictToRequest(const std::string& tmp_dir) {
       LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
   if (abi >= 3) dev_access |= base::sys::kLandlockFsTruncate;  // `> /dev/null` opens with O_TRUNC.
   if (abi >= 5) dev_access |= base::sys::kLandlockFsIoctlDev;
-  if (absl::Status s = AddRule(ruleset.get(), "/", base::sys::kLandlockReadExecute); !s.ok())
-    return s;
-  if (absl::Status s = AddRule(ruleset.get(), "/dev", dev_access); !s.ok()) return s;
+  // Read and execute everywhere but /tmp, whose other entries are other requests' private
+  // directories: a rule on "/" would cover them, so each top-level entry gets its own.
+  if (absl::Status s = AllowTopLevelEntries(ruleset.get(), dev_access); !s.ok()) return s;
   if (absl::Status s = AddRule(ruleset.get(), tmp_dir.c_str(), attr.handled_access_fs); !s.ok()) {
     return s;
   }
