@@ -4,6 +4,8 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -289,6 +291,18 @@ void Zygote::HandleForked(wire::ReceivedFrame& received) {
     spare->cgroup = *std::move(own);
   }
   spare->admit_us = MicrosSince(admit_start);
+  // The request's stdio, ready before it arrives. Memfds, not pipes: the child never
+  // blocks on a full pipe, nobody drains them while it runs, and the pages they fill are
+  // charged to the request's own memory cgroup.
+  for (int i = 0; i < 3; ++i) {
+    static constexpr const char* kNames[] = {"zygo-stdin", "zygo-stdout", "zygo-stderr"};
+    spare->stdio[i].Reset(memfd_create(kNames[i], MFD_CLOEXEC));
+    if (!spare->stdio[i].valid()) {
+      fprintf(stderr, "[%s] memfd_create: %s\n", config_.name.c_str(), strerror(errno));
+      DestroySpare(std::move(spare));
+      return;
+    }
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (dead_.load()) return;

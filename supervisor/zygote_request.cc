@@ -27,21 +27,17 @@ int64_t Micros(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration_cast<std::chrono::microseconds>(to - from).count();
 }
 
-// An anonymous file for one of the request's stdio streams. A memfd, not a pipe: the
-// child never blocks on a full pipe, nobody has to drain it while the request runs, and
-// the pages it fills are charged to the request's own memory cgroup.
-absl::StatusOr<base::UniqueFd> MakeStreamFile(const char* name, const std::string& content) {
-  base::UniqueFd fd(memfd_create(name, MFD_CLOEXEC));
-  if (!fd.valid()) return base::ErrnoStatus(errno, absl::StrCat("memfd_create(", name, ")"));
+// Puts the request's stdin into its (empty) memfd, from the start.
+absl::Status FillStdin(int fd, const std::string& content) {
   size_t done = 0;
   while (done < content.size()) {
-    ssize_t n = write(fd.get(), content.data() + done, content.size() - done);
+    ssize_t n = write(fd, content.data() + done, content.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return base::ErrnoStatus(errno, "write(request stdin)");
     done += static_cast<size_t>(n);
   }
-  lseek(fd.get(), 0, SEEK_SET);
-  return fd;
+  lseek(fd, 0, SEEK_SET);
+  return absl::OkStatus();
 }
 
 // Reads at most kMaxCapturedBytes of what the request wrote.
@@ -195,10 +191,8 @@ void Zygote::Run(const SpareRequest& request, const CancelSignal& cancel,
   reply.timings.fork_us = spare->fork_us;
   reply.timings.admit_us = spare->admit_us;
 
-  absl::StatusOr<base::UniqueFd> in = MakeStreamFile("zygo-stdin", request.stdin_data);
-  absl::StatusOr<base::UniqueFd> out = MakeStreamFile("zygo-stdout", "");
-  absl::StatusOr<base::UniqueFd> err = MakeStreamFile("zygo-stderr", "");
-  absl::Status sent = !in.ok() ? in.status() : !out.ok() ? out.status() : err.status();
+  const int in = spare->stdio[0].get(), out = spare->stdio[1].get(), err = spare->stdio[2].get();
+  absl::Status sent = FillStdin(in, request.stdin_data);
   const auto sent_at = Clock::now();
   if (sent.ok()) {
     wire::RunMessage run;
@@ -209,8 +203,7 @@ void Zygote::Run(const SpareRequest& request, const CancelSignal& cancel,
     run.deadline_ms = static_cast<uint64_t>(std::max<int64_t>(1, request.timeout_ms));
     run.fd_layout = wire::FdLayout::kStdio;
     absl::StatusOr<wire::Frame> frame = wire::Encode(run);
-    sent = frame.ok() ? wire::SendFrame(spare->channel.get(), *frame,
-                                        {in->get(), out->get(), err->get()})
+    sent = frame.ok() ? wire::SendFrame(spare->channel.get(), *frame, {in, out, err})
                       : frame.status();
   }
   if (!sent.ok()) {
@@ -246,8 +239,13 @@ void Zygote::Run(const SpareRequest& request, const CancelSignal& cancel,
     status = WaitExitStatus(spare->id, absl::Seconds(2));
   }
   if (answer.ending == Ending::kChildGone) answered_at = Clock::now();
+  // A reply (the hot path) needs only the memory peak now; the rest of the counters are
+  // read after the reply, to decide whether the cgroup can be used again.
   core::CgroupUsage usage;
-  if (spare->cgroup) {
+  if (spare->cgroup && answer.ending == Ending::kDone) {
+    absl::StatusOr<int64_t> peak = spare->cgroup->ReadMemoryPeak();
+    if (peak.ok()) usage.memory_peak_bytes = *peak;
+  } else if (spare->cgroup) {
     absl::StatusOr<core::CgroupUsage> read = spare->cgroup->ReadUsage();
     if (read.ok()) usage = *read;
   }
@@ -260,10 +258,9 @@ void Zygote::Run(const SpareRequest& request, const CancelSignal& cancel,
         "); it is re-warmed on the next request"));
   }
   DescribeEnd(answer, status, usage, &reply);
-  spare->cgroup_reusable = (answer.ending == Ending::kDone || answer.ending == Ending::kFailed) &&
-                           usage.oom_kills == 0 && usage.pids_max_hits == 0;
-  reply.stdout_data = ReadCaptured(out->get(), &reply.stdout_truncated);
-  reply.stderr_data = ReadCaptured(err->get(), &reply.stderr_truncated);
+  const bool clean_end = answer.ending == Ending::kDone || answer.ending == Ending::kFailed;
+  reply.stdout_data = ReadCaptured(out, &reply.stdout_truncated);
+  reply.stderr_data = ReadCaptured(err, &reply.stderr_truncated);
   const auto now = Clock::now();
   reply.outcome.wall_ms = static_cast<double>(Micros(sent_at, answered_at)) / 1000.0;
   reply.timings.run_us = Micros(sent_at, answered_at);
@@ -271,6 +268,11 @@ void Zygote::Run(const SpareRequest& request, const CancelSignal& cancel,
   reply.timings.total_us = Micros(start, now);
   deliver(std::move(reply));
 
+  if (clean_end && spare->cgroup) {
+    absl::StatusOr<core::CgroupUsage> counted = spare->cgroup->ReadUsage();
+    spare->cgroup_reusable =
+        counted.ok() && counted->oom_kills == 0 && counted->pids_max_hits == 0;
+  }
   // After the reply: the child exits by itself; its cgroup goes once the zygote has
   // reaped it (see RetireSpare), without this thread waiting for that.
   if (status.has_value()) {

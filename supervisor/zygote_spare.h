@@ -24,6 +24,8 @@ struct Zygote::Spare {
   // The request ended without an OOM kill or a pids-limit hit: once empty, its cgroup can
   // serve the next spare (counters that cannot be reset stayed at zero).
   bool cgroup_reusable = false;
+  // Its request's stdin, stdout and stderr, made with the spare (off the request path).
+  base::UniqueFd stdio[3];
 };
 
 }  // namespace zygo::supervisor

@@ -39,6 +39,9 @@ class CgroupV1 : public Cgroup {
   int clone_into_fd() const override { return -1; }
   absl::Status AttachFromParent(pid_t pid) override;
   absl::StatusOr<CgroupUsage> ReadUsage() const override;
+  absl::StatusOr<int64_t> ReadMemoryPeak() const override {
+    return ReadInt64Or(absl::StrCat(memory_dir_, "/memory.max_usage_in_bytes"), 0);
+  }
   absl::StatusOr<std::unique_ptr<Cgroup>> CreateChild(const CgroupLimits& limits,
                                                       const std::string& prefix) override;
   absl::Status KillAll() override;

@@ -81,6 +81,9 @@ class CgroupV2 : public Cgroup {
   int clone_into_fd() const override { return dir_fd_.get(); }
   absl::Status AttachFromParent(pid_t pid) override;
   absl::StatusOr<CgroupUsage> ReadUsage() const override;
+  absl::StatusOr<int64_t> ReadMemoryPeak() const override {
+    return ReadInt64Or(absl::StrCat(dir_, "/memory.peak"), 0);
+  }
   absl::StatusOr<std::unique_ptr<Cgroup>> CreateChild(const CgroupLimits& limits,
                                                       const std::string& prefix) override;
   // memory.peak is writable (a reset) since Linux 6.12.
