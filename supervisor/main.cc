@@ -195,9 +195,12 @@ int Serve(const ServeFlags& flags) {
   bool has_demo = false;
   for (const FunctionInfo& info : (*service)->List()) has_demo = has_demo || info.name == "hello";
   if (has_demo) {
+    // `zygo exec` finds the default socket by itself; any other one it must be told.
+    const std::string socket_flag =
+        http_socket == DefaultSocketPath() ? "" : absl::StrCat(" --socket ", http_socket);
     printf("Try:\n  curl --unix-socket %s -d '{\"name\": \"zygo\"}' "
-           "http://zygo/v1/functions/hello/exec\n  zygo exec hello --data '{\"name\": \"zygo\"}'\n",
-           http_socket.c_str());
+           "http://zygo/v1/functions/hello/exec\n  zygo exec%s hello --data '{\"name\": \"zygo\"}'\n",
+           http_socket.c_str(), socket_flag.c_str());
   } else {
     printf("Register a function with: zygo up SPEC.toml (docs/function-spec.md)\n");
   }
