@@ -5,40 +5,34 @@
 #include <regex>
 #include <string>
 
+#include "bench/warm_smoke_testing.h"
 #include "gtest/gtest.h"
 #include "testing/harness.h"
 
 namespace zygo::bench {
 namespace {
 
-using ::zygo::testing::RunOnHost;
-using ::zygo::testing::RunOptions;
 using ::zygo::testing::RunResult;
-using ::zygo::testing::ZygoPath;
-
-bool Has(const std::string& out, const std::string& pattern) {
-  return std::regex_search(out, std::regex(pattern));
-}
 
 TEST(DensityBenchSmoke, ReportsCheckpointsSlopesAndTheBar) {
   if (geteuid() != 0) GTEST_SKIP() << "requires_root: the supervisor makes cgroups";
-  RunOptions options;
-  options.timeout_seconds = 50;
-  RunResult result = RunOnHost({ZygoPath(), "bench", "density", "--quick"}, options);
+  RunResult result = RunBench({"density", "--quick"}, 50);
   ASSERT_EQ(result.exit_code, 0) << "stdout:\n" << result.out << "\nstderr:\n" << result.err;
   const std::string& out = result.out;
-  EXPECT_TRUE(Has(out, "(^|\n)host: Linux [^\n]+ nproc [0-9]+")) << out;
+  EXPECT_TRUE(Has(out, kHostLine)) << out;
   const std::string mb = " +[1-9][0-9]*\\.[0-9]{2}";
   for (int n : {1, 2, 4}) {
     // Every checkpoint found processes on both sides, with memory.
-    EXPECT_TRUE(Has(out, "\n +" + std::to_string(n) + mb + mb + " +[1-9][0-9]*" + mb + mb +
-                             " +[1-9][0-9]*\n"))
-        << n << "\n" << out;
+    EXPECT_TRUE(Has(
+        out, "\n +" + std::to_string(n) + mb + mb + " +[1-9][0-9]*" + mb + mb + " +[1-9][0-9]*\n"))
+        << n << "\n"
+        << out;
   }
   EXPECT_TRUE(Has(out, "\nper extra warm function: [+-][0-9]+ kB PSS")) << out;
   EXPECT_TRUE(Has(out, "\nper extra pooled script: [+-][0-9]+ kB PSS")) << out;
-  EXPECT_TRUE(Has(out, "\nbar: pool slope <= ~0 kB per script \\(tolerance [0-9]+ kB[^\n]*: "
-                       "(PASS|FAIL) \\([+-][0-9]+ kB per script\\)\n"))
+  EXPECT_TRUE(Has(out,
+                  "\nbar: pool slope <= ~0 kB per script \\(tolerance [0-9]+ kB[^\n]*: "
+                  "(PASS|FAIL) \\([+-][0-9]+ kB per script\\)\n"))
       << out;
 }
 

@@ -142,15 +142,7 @@ int RunEmbedBench(int argc, char** argv) {
   absl::StatusOr<SupervisorSession> session = StartSession(*binary);
   if (!session.ok()) return FailBench(kBench, session.status());
   absl::StatusOr<int> failed = Measure(*options, *session);
-  if (!failed.ok()) {
-    return FailBench(kBench, absl::Status(failed.status().code(),
-                                          absl::StrCat(failed.status().message(),
-                                                       "\nsupervisor log:\n",
-                                                       session->process->LogTail())));
-  }
-  if (absl::Status stopped = session->process->Stop(); !stopped.ok()) return FailBench(kBench, stopped);
-  fflush(stdout);
-  return options->strict && *failed > 0 ? 1 : 0;
+  return FinishBench(kBench, failed, *session, options->strict);
 }
 
 }  // namespace zygo::bench

@@ -142,15 +142,7 @@ int RunLoadBench(int argc, char** argv) {
       options->spares, *warm_ms, options->connections, options->seconds / 2, host.nproc);
   fflush(stdout);
   absl::StatusOr<int> failed = Measure(*options, host, *session);
-  if (!failed.ok()) {
-    return FailBench(kBench, absl::Status(failed.status().code(),
-                                          absl::StrCat(failed.status().message(),
-                                                       "\nsupervisor log:\n",
-                                                       session->process->LogTail())));
-  }
-  if (absl::Status stopped = session->process->Stop(); !stopped.ok()) return FailBench(kBench, stopped);
-  fflush(stdout);
-  return options->strict && *failed > 0 ? 1 : 0;
+  return FinishBench(kBench, failed, *session, options->strict);
 }
 
 }  // namespace zygo::bench

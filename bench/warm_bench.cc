@@ -247,15 +247,7 @@ int RunWarmBench(int argc, char** argv) {
       *warm_ms, options->warmup_requests);
   absl::StatusOr<int> failed = options->pool ? MeasurePool(*options, *session)
                                              : MeasureAgainstPeer(*options, *session);
-  if (!failed.ok()) {
-    return FailBench(kBench, absl::Status(failed.status().code(),
-                                          absl::StrCat(failed.status().message(),
-                                                       "\nsupervisor log:\n",
-                                                       session->process->LogTail())));
-  }
-  if (absl::Status stopped = session->process->Stop(); !stopped.ok()) return FailBench(kBench, stopped);
-  fflush(stdout);
-  return options->strict && *failed > 0 ? 1 : 0;
+  return FinishBench(kBench, failed, *session, options->strict);
 }
 
 }  // namespace zygo::bench

@@ -6,6 +6,7 @@
 #include <regex>
 #include <string>
 
+#include "bench/warm_smoke_testing.h"
 #include "gtest/gtest.h"
 #include "testing/harness.h"
 
@@ -13,41 +14,38 @@ namespace zygo::bench {
 namespace {
 
 using ::zygo::testing::RunOnHost;
-using ::zygo::testing::RunOptions;
 using ::zygo::testing::RunResult;
 using ::zygo::testing::ZygoPath;
-
-bool Has(const std::string& out, const std::string& pattern) {
-  return std::regex_search(out, std::regex(pattern));
-}
 
 TEST(WarmBenchSmoke, ReportsSchedulesPhasesFloorPeerAndBars) {
   if (geteuid() != 0) GTEST_SKIP() << "requires_root: the supervisor makes cgroups";
   if (access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "needs /usr/bin/python3";
-  RunOptions options;
-  options.timeout_seconds = 50;
-  RunResult result = RunOnHost({ZygoPath(), "bench", "warm", "--quick"}, options);
+  RunResult result = RunBench({"warm", "--quick"}, 50);
   ASSERT_EQ(result.exit_code, 0) << "stdout:\n" << result.out << "\nstderr:\n" << result.err;
   const std::string& out = result.out;
-  EXPECT_TRUE(Has(out, "(^|\n)host: Linux [^\n]+ nproc [0-9]+")) << out;
+  EXPECT_TRUE(Has(out, kHostLine)) << out;
   EXPECT_TRUE(Has(out, "\npeer: Python 3[^\n]+prefork_peer\\.py")) << out;
   const std::string ms = " +[0-9]+\\.[0-9]{3}";
   for (const char* who : {"zygo", "peer"}) {
     EXPECT_TRUE(Has(out, std::string("\n250/s open loop +") + who + " +300 +[0-9]+" + ms + ms + ms))
-        << who << "\n" << out;
+        << who << "\n"
+        << out;
     EXPECT_TRUE(Has(out, std::string("\n100 ms apart +") + who + " +20 +[0-9]+" + ms + ms + ms))
-        << who << "\n" << out;
+        << who << "\n"
+        << out;
   }
   EXPECT_TRUE(Has(out, "\nphases \\(us\\) +fork +admit +run +reply +total\n")) << out;
   EXPECT_TRUE(Has(out, "\n250/s open loop +p50( +[0-9]+){5}\n +p99( +[0-9]+){5}\n")) << out;
-  EXPECT_TRUE(Has(out, "\nhost fork\\(\\)\\+wait\\(\\) floor: p50 [0-9]+ us, p99 [0-9]+ us")) << out;
+  EXPECT_TRUE(Has(out, "\nhost fork\\(\\)\\+wait\\(\\) floor: p50 [0-9]+ us, p99 [0-9]+ us"))
+      << out;
   EXPECT_TRUE(Has(out, "\nzygo / peer \\(250/s open loop\\): p50 [0-9.]+x")) << out;
   for (const char* bar : {"warm p50 <= 0\\.6x peer p50 \\(250/s open loop\\)",
                           "warm p99 <= 2x warm p50 \\(250/s open loop\\)",
                           "warm p50 <= 0\\.6x peer p50 \\(100 ms apart\\)",
                           "warm p99 <= 2x warm p50 \\(100 ms apart\\)"}) {
     EXPECT_TRUE(Has(out, std::string("\nbar: ") + bar + ": (PASS|FAIL) \\([0-9.]+x\\)\n"))
-        << bar << "\n" << out;
+        << bar << "\n"
+        << out;
   }
 }
 

@@ -52,8 +52,8 @@ HostInfo PrintHost(const WarmOptions& options, const std::string& supervisor_bin
         "as much about the machine as about zygo\n",
         host.load[0], host.nproc);
   }
-  printf("zygo: %s (%s); supervisor: %s%s\n", SelfPath().c_str(), kBuild,
-         supervisor_binary.c_str(), options.quick ? "; --quick: a smoke run, not for publishing" : "");
+  printf("zygo: %s (%s); supervisor: %s%s\n", SelfPath().c_str(), kBuild, supervisor_binary.c_str(),
+         options.quick ? "; --quick: a smoke run, not for publishing" : "");
   fflush(stdout);
   return host;
 }
@@ -64,10 +64,26 @@ int FailBench(const char* bench, const absl::Status& status) {
   return 125;
 }
 
+int FinishBench(const char* bench, const absl::StatusOr<int>& failed, SupervisorSession& session,
+                bool strict) {
+  if (!failed.ok()) {
+    return FailBench(bench,
+                     absl::Status(failed.status().code(),
+                                  absl::StrCat(failed.status().message(), "\nsupervisor log:\n",
+                                               session.process->LogTail())));
+  }
+  if (absl::Status stopped = session.process->Stop(); !stopped.ok()) {
+    return FailBench(bench, stopped);
+  }
+  fflush(stdout);
+  return strict && *failed > 0 ? 1 : 0;
+}
+
 absl::StatusOr<SupervisorSession> StartSession(const std::string& supervisor_binary) {
   SupervisorSession session;
   ZYGO_ASSIGN_OR_RETURN(session.process, SupervisorProcess::Start(supervisor_binary));
-  ZYGO_ASSIGN_OR_RETURN(supervisor::ApiConnection api, supervisor::ApiConnection::Connect(session.process->socket_path()));
+  ZYGO_ASSIGN_OR_RETURN(supervisor::ApiConnection api,
+                        supervisor::ApiConnection::Connect(session.process->socket_path()));
   session.api = std::make_unique<supervisor::ApiConnection>(std::move(api));
   return session;
 }
@@ -80,18 +96,19 @@ absl::Status RegisterFunction(supervisor::ApiConnection& api, const std::string&
   if (!handler_source.empty()) {
     ZYGO_RETURN_IF_ERROR(WriteTextFile(dir + "/handler.py", handler_source));
   }
-  const std::string target = absl::StrCat("/v1/functions?origin=", supervisor::EscapeQueryValue(spec.name),
-                                          ".toml&base_dir=", supervisor::EscapeQueryValue(dir));
+  const std::string target =
+      absl::StrCat("/v1/functions?origin=", supervisor::EscapeQueryValue(spec.name),
+                   ".toml&base_dir=", supervisor::EscapeQueryValue(dir));
   absl::StatusOr<nlohmann::json> info = api.CallJson("POST", target, FunctionSpecToml(spec));
   if (!info.ok()) {
-    return absl::Status(info.status().code(), absl::StrCat("registering '", spec.name,
-                                                           "': ", info.status().message()));
+    return absl::Status(info.status().code(),
+                        absl::StrCat("registering '", spec.name, "': ", info.status().message()));
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<double> WaitWarm(supervisor::ApiConnection& api, const std::string& name, int requests,
-                                const CallFn& call) {
+absl::StatusOr<double> WaitWarm(supervisor::ApiConnection& api, const std::string& name,
+                                int requests, const CallFn& call) {
   const double start = NowMs();
   for (;;) {
     ZYGO_ASSIGN_OR_RETURN(nlohmann::json list, api.CallJson("GET", "/v1/functions", ""));
@@ -101,8 +118,8 @@ absl::StatusOr<double> WaitWarm(supervisor::ApiConnection& api, const std::strin
     }
     if (state == "warm") break;
     if (NowMs() - start > kWarmDeadlineMs) {
-      return absl::DeadlineExceededError(absl::StrCat("'", name, "' was not warm after ",
-                                                      kWarmDeadlineMs, " ms (", state, ")"));
+      return absl::DeadlineExceededError(
+          absl::StrCat("'", name, "' was not warm after ", kWarmDeadlineMs, " ms (", state, ")"));
     }
     usleep(2'000);
   }
@@ -110,9 +127,9 @@ absl::StatusOr<double> WaitWarm(supervisor::ApiConnection& api, const std::strin
   for (int i = 0; i < requests; ++i) {
     absl::StatusOr<std::string> reply = call(i);
     if (!reply.ok()) {
-      return absl::Status(reply.status().code(),
-                          absl::StrCat("warm-up request ", i + 1, " to '", name,
-                                       "': ", reply.status().message()));
+      return absl::Status(
+          reply.status().code(),
+          absl::StrCat("warm-up request ", i + 1, " to '", name, "': ", reply.status().message()));
     }
   }
   return warm_ms;
@@ -121,7 +138,8 @@ absl::StatusOr<double> WaitWarm(supervisor::ApiConnection& api, const std::strin
 absl::StatusOr<std::string> Exec(supervisor::ApiConnection& api, const std::string& name,
                                  const std::string& script_digest, int index) {
   std::string target = absl::StrCat("/v1/functions/", name, "/exec");
-  if (!script_digest.empty()) absl::StrAppend(&target, "?script=", supervisor::EscapeQueryValue(script_digest));
+  if (!script_digest.empty())
+    absl::StrAppend(&target, "?script=", supervisor::EscapeQueryValue(script_digest));
   ZYGO_ASSIGN_OR_RETURN(supervisor::HttpReply reply, api.Call("POST", target, EventJson(index)));
   if (reply.status != 200) {
     return absl::InternalError(
@@ -144,7 +162,8 @@ std::optional<double> HelpersCpu(pid_t supervisor, pid_t peer) {
 absl::StatusOr<std::string> PutScript(supervisor::ApiConnection& api, const std::string& source) {
   ZYGO_ASSIGN_OR_RETURN(nlohmann::json reply, api.CallJson("PUT", "/v1/scripts", source));
   std::string digest = reply.value("digest", "");
-  if (digest.empty()) return absl::InternalError(absl::StrCat("PUT /v1/scripts: no digest in ", reply.dump()));
+  if (digest.empty())
+    return absl::InternalError(absl::StrCat("PUT /v1/scripts: no digest in ", reply.dump()));
   return digest;
 }
 

@@ -10,12 +10,12 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "supervisor/api_connection.h"
 #include "bench/host_info.h"
 #include "bench/supervisor_process.h"
 #include "bench/warm_driver.h"
 #include "bench/warm_flags.h"
 #include "bench/warm_workload.h"
+#include "supervisor/api_connection.h"
 
 namespace zygo::bench {
 
@@ -25,6 +25,13 @@ HostInfo PrintHost(const WarmOptions& options, const std::string& supervisor_bin
 
 // Prints "zygo bench NAME: MESSAGE" to stderr (after flushing stdout) and returns 125.
 int FailBench(const char* bench, const absl::Status& status);
+
+// How a warm-path bench ends once it has measured: `failed` (the number of bars that
+// failed, or why measuring failed, reported with the end of the supervisor's log), the
+// supervisor stopped, and the exit code (1 for a failed bar only with --strict).
+struct SupervisorSession;
+int FinishBench(const char* bench, const absl::StatusOr<int>& failed, SupervisorSession& session,
+                bool strict);
 
 // A started supervisor and one keep-alive connection to it.
 struct SupervisorSession {
@@ -40,8 +47,8 @@ absl::Status RegisterFunction(supervisor::ApiConnection& api, const std::string&
 
 // Polls GET /v1/functions until `name` is "warm" (at most 60 s), then sends `requests`
 // untimed requests with `call`. Returns the milliseconds until it was warm.
-absl::StatusOr<double> WaitWarm(supervisor::ApiConnection& api, const std::string& name, int requests,
-                                const CallFn& call);
+absl::StatusOr<double> WaitWarm(supervisor::ApiConnection& api, const std::string& name,
+                                int requests, const CallFn& call);
 
 // POST /v1/functions/NAME/exec[?script=DIGEST] with EventJson(index) on `api`; the
 // reply body when the HTTP status is 200, else an error quoting it.
