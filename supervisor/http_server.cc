@@ -69,8 +69,7 @@ class HttpServer::ReplyQueue {
   struct Item {
     std::weak_ptr<Connection> connection;
     uint64_t seq;
-    std::string response;  // serialized by the supervisor thread
-    size_t written = 0;    // bytes of it that thread already wrote to the socket
+    ExecReply reply;
   };
 
   explicit ReplyQueue(uv_async_t* async) : async_(async) {}
@@ -103,42 +102,6 @@ class HttpServer::ReplyQueue {
   std::deque<Item> items_;
 };
 
-// Lets the supervisor thread that finished a request write the reply to the client's socket
-// itself, instead of waking the loop thread first: one thread wake-up less between the
-// handler's answer and the client, which is most of an idle request's overhead. The loop
-// thread closes the socket only through Close(), under the same lock, so the fd the writer
-// uses is never a closed (or reused) one. Only for a connection with no other output
-// queued, so bytes cannot interleave with a libuv write.
-class DirectWriter {
- public:
-  explicit DirectWriter(int fd) : fd_(fd) {}
-
-  // Supervisor thread: writes as much of `data` as the socket takes now, without blocking.
-  size_t Write(const std::string& data) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (closed_ || fd_ < 0) return 0;
-    size_t done = 0;
-    while (done < data.size()) {
-      ssize_t n = ::send(fd_, data.data() + done, data.size() - done, MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      done += static_cast<size_t>(n);
-    }
-    return done;
-  }
-
-  // Loop thread, before the socket is closed.
-  void MarkClosed() {
-    std::lock_guard<std::mutex> lock(mu_);
-    closed_ = true;
-  }
-
- private:
-  std::mutex mu_;
-  const int fd_;
-  bool closed_ = false;
-};
-
 // One client. Lives in the server's map until its handle's close callback; everything
 // here runs on the loop thread.
 class HttpServer::Connection : public std::enable_shared_from_this<Connection> {
@@ -161,22 +124,15 @@ class HttpServer::Connection : public std::enable_shared_from_this<Connection> {
   void Close() {
     if (closing_) return;
     closing_ = true;
-    if (writer_) writer_->MarkClosed();
     if (std::shared_ptr<RequestHandle> handle = std::move(handle_)) handle->Cancel();
     uv_close(reinterpret_cast<uv_handle_t*>(&pipe_), &Connection::OnClosed);
   }
 
-  void OnExecReply(uint64_t seq, const std::string& response, size_t written) {
+  void OnExecReply(uint64_t seq, const ExecReply& reply) {
     if (closing_ || !busy_ || seq != exec_seq_) return;
     busy_ = false;
     handle_.reset();
-    if (!keep_alive_) close_after_write_ = true;
-    if (written < response.size()) {
-      Write(response.substr(written));
-    } else if (close_after_write_ && writes_in_flight_ == 0) {
-      Close();
-      return;
-    }
+    Respond(ExecReplyResponse(reply));
     Pump();
   }
 
@@ -311,21 +267,10 @@ class HttpServer::Connection : public std::enable_shared_from_this<Connection> {
     const uint64_t seq = ++exec_seq_;
     std::weak_ptr<Connection> weak = weak_from_this();
     std::shared_ptr<ReplyQueue> queue = server_->replies_;
-    if (!writer_) {
-      uv_os_fd_t fd = -1;
-      uv_fileno(reinterpret_cast<uv_handle_t*>(&pipe_), &fd);
-      writer_ = std::make_shared<DirectWriter>(fd);
-    }
-    // The reply may go straight to the socket only when nothing else is queued on it.
-    std::shared_ptr<DirectWriter> writer = writes_in_flight_ == 0 ? writer_ : nullptr;
-    const bool keep_alive = keep_alive_, http10 = http10_;
     try {
-      handle_ = server_->service_->Exec(
-          std::move(exec), [queue, weak, seq, writer, keep_alive, http10](ExecReply reply) {
-            std::string response = SerializeResponse(ExecReplyResponse(reply), keep_alive, http10);
-            const size_t written = writer ? writer->Write(response) : 0;
-            queue->Post(ReplyQueue::Item{weak, seq, std::move(response), written});
-          });
+      handle_ = server_->service_->Exec(std::move(exec), [queue, weak, seq](ExecReply reply) {
+        queue->Post(ReplyQueue::Item{weak, seq, std::move(reply)});
+      });
     } catch (const std::exception& e) {
       busy_ = false;
       Respond(ErrorResponse(500, "internal", absl::StrCat("exec failed: ", e.what())));
@@ -453,7 +398,6 @@ class HttpServer::Connection : public std::enable_shared_from_this<Connection> {
   size_t writes_in_flight_ = 0;
   bool busy_ = false;  // an exec is in flight
   uint64_t exec_seq_ = 0;
-  std::shared_ptr<DirectWriter> writer_;  // made on the first exec
   std::shared_ptr<RequestHandle> handle_;
 };
 
@@ -591,7 +535,7 @@ void HttpServer::OnRepliesReady(uv_async_t* async) {
   auto* server = static_cast<HttpServer*>(async->data);
   for (ReplyQueue::Item& item : server->replies_->TakeAll()) {
     if (std::shared_ptr<Connection> connection = item.connection.lock()) {
-      connection->OnExecReply(item.seq, item.response, item.written);
+      connection->OnExecReply(item.seq, item.reply);
     }
   }
 }
