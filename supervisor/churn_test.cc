@@ -41,7 +41,7 @@ class ChurnTest : public ServiceFixture {};
 
 TEST_F(ChurnTest, TenThousandRequestsLeaveNothingBehind) {
   WriteCode("churn.py", kHandler);
-  Up("name = \"churn\"\nentry = \"churn.py:main\"\nspares = 4\n[limits]\ntimeout = \"300ms\"\n");
+  Up("name = \"churn\"\nentry = \"churn.py:main\"\nspares = 4\n[limits]\ntimeout = \"2s\"\n");
   // Warm it and let its spares and its reusable request cgroups settle (a short burst, then
   // quiet) before the baseline is taken.
   for (int i = 0; i < 50; ++i) ASSERT_TRUE(Call("churn", R"({"kind": "ok", "i": 0})").ok);
@@ -68,8 +68,9 @@ TEST_F(ChurnTest, TenThousandRequestsLeaveNothingBehind) {
       service_->Exec(request, [&replies, j](ExecReply reply) { replies[j].set_value(reply); });
     }
     for (auto& promise : replies) {
+      // Every promise is waited for, even after a failure: the callbacks still hold them.
       ExecReply reply = promise.get_future().get();
-      ASSERT_TRUE(reply.status.ok()) << reply.status;
+      EXPECT_TRUE(reply.status.ok()) << reply.status;
       if (reply.ok) ++ok;
       if (reply.error_type == "RuntimeError") ++raised;
       if (reply.error_type == "crashed") ++crashed;

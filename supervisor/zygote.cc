@@ -31,7 +31,6 @@ namespace {
 
 constexpr size_t kLogTailBytes = 8192;
 constexpr size_t kMaxKeptStatuses = 1024;
-constexpr size_t kMaxFreeCgroups = 64;
 
 int64_t MicrosSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
@@ -74,9 +73,9 @@ absl::StatusOr<std::unique_ptr<Zygote>> Zygote::Start(ZygoteConfig config) {
     return launched;
   }
   std::unique_lock<std::mutex> lock(zygote->mu_);
-  bool warm = zygote->ready_cv_.wait_for(
-      lock, absl::ToChronoMilliseconds(zygote->config_.warm_timeout),
-      [&] { return zygote->hello_ || zygote->dead_.load(); });
+  bool warm =
+      zygote->ready_cv_.wait_for(lock, absl::ToChronoMilliseconds(zygote->config_.warm_timeout),
+                                 [&] { return zygote->hello_ || zygote->dead_.load(); });
   if (!zygote->hello_) {
     lock.unlock();
     zygote->Stop();
@@ -148,8 +147,7 @@ void Zygote::LaunchThread(base::UniqueFd agent_end, base::UniqueFd log_end) {
     // Stop() ran while the sandbox was being made: end it now.
     if (stopping_.load()) base::sys::RawPidfdSendSignal(pidfd, SIGKILL);
   };
-  absl::StatusOr<core::Outcome> outcome =
-      core::Launch(config_.plan, config_.cgroups, options);
+  absl::StatusOr<core::Outcome> outcome = core::Launch(config_.plan, config_.cgroups, options);
   if (network) network->Stop();
   agent_end.Reset();
   log_end.Reset();
@@ -221,7 +219,7 @@ void Zygote::ReaderLoop() {
         absl::StatusOr<wire::DoneMessage> done = wire::DecodeDone(*received);
         if (!done.ok()) break;
         int status = done->exit_kind == wire::ExitKind::kExited ? W_EXITCODE(done->exit_code, 0)
-                                                                 : done->exit_code;
+                                                                : done->exit_code;
         std::unique_ptr<Spare> finished;
         {
           std::lock_guard<std::mutex> lock(mu_);
@@ -242,8 +240,7 @@ void Zygote::ReaderLoop() {
       case wire::MessageType::kError: {
         absl::StatusOr<wire::ErrorMessage> error = wire::DecodeError(*received);
         if (error.ok()) {
-          fprintf(stderr, "[%s] agent error: %s\n", config_.name.c_str(),
-                  error->message.c_str());
+          fprintf(stderr, "[%s] agent error: %s\n", config_.name.c_str(), error->message.c_str());
         }
         std::lock_guard<std::mutex> lock(mu_);
         if (error.ok() && error->request_id != 0) spawning_.erase(error->request_id);
@@ -328,126 +325,15 @@ absl::Status Zygote::RequestSpare() {
   return wire::SendFrame(channel_.get(), frame, {});
 }
 
-absl::StatusOr<std::unique_ptr<Zygote::Spare>> Zygote::TakeSpare(int64_t wait_ms,
-                                                                 const CancelSignal& cancel) {
-  auto deadline = Clock::now() + std::chrono::milliseconds(wait_ms);
-  std::unique_lock<std::mutex> lock(mu_);
-  for (;;) {
-    if (dead_.load()) {
-      return absl::UnavailableError(absl::StrCat("the zygote of ", config_.name,
-                                                 " died (", death_reason_,
-                                                 "); it is re-warmed on the next request"));
-    }
-    if (cancel.cancelled()) return absl::CancelledError("the caller went away");
-    if (!ready_.empty()) break;
-    if (Clock::now() >= deadline) {
-      return absl::DeadlineExceededError("no process was free before the request's deadline");
-    }
-    // Demand beyond the spares: one more is forked for each waiting request (a lost one
-    // is replaced the same way).
-    ++waiters_;
-    lock.unlock();
-    TopUpSpares();
-    lock.lock();
-    // Timed: a cancel has no way to notify this condition variable.
-    ready_cv_.wait_for(lock, std::chrono::milliseconds(5));
-    --waiters_;
-  }
-  std::unique_ptr<Spare> spare = std::move(ready_.front());
-  ready_.pop_front();
-  lock.unlock();
-  // Replace it at once, off this request's path (the zygote forks while we run).
-  TopUpSpares();
-  return spare;
-}
-
-// Keeps ready + being forked at the configured number of spares, never more: a burst of
-// requests is served as spares become free, not by forking without bound.
-void Zygote::TopUpSpares() {
-  int missing;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    missing = config_.spares + waiters_ - static_cast<int>(ready_.size() + spawning_.size());
-  }
-  for (int i = 0; i < missing; ++i) {
-    if (!RequestSpare().ok()) return;
-  }
-}
-
-// After a burst: spares beyond the configured number hold pre-faulted memory for nobody.
-void Zygote::TrimSpares() {
-  std::vector<std::unique_ptr<Spare>> surplus;
-  std::vector<std::unique_ptr<core::Cgroup>> unused;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    while (waiters_ == 0 && static_cast<int>(ready_.size()) > config_.spares) {
-      surplus.push_back(std::move(ready_.back()));
-      ready_.pop_back();
-    }
-    // Free cgroups beyond what the spares will need again: each holds open fds.
-    while (waiters_ == 0 && free_cgroups_.size() > static_cast<size_t>(config_.spares)) {
-      unused.push_back(std::move(free_cgroups_.back()));
-      free_cgroups_.pop_back();
-    }
-  }
-  for (auto& spare : surplus) DestroySpare(std::move(spare));
-  for (auto& cgroup : unused) cgroup->Destroy().IgnoreError();
-}
-
 std::optional<int> Zygote::WaitExitStatus(uint64_t spare_id, absl::Duration wait) {
   std::unique_lock<std::mutex> lock(mu_);
-  status_cv_.wait_for(lock, absl::ToChronoMilliseconds(wait), [&] {
-    return exit_status_.count(spare_id) > 0 || dead_.load();
-  });
+  status_cv_.wait_for(lock, absl::ToChronoMilliseconds(wait),
+                      [&] { return exit_status_.count(spare_id) > 0 || dead_.load(); });
   auto found = exit_status_.find(spare_id);
   if (found == exit_status_.end()) return std::nullopt;
   int status = found->second;
   exit_status_.erase(found);
   return status;
-}
-
-void Zygote::KillSpare(Spare& spare) {
-  if (spare.cgroup) {
-    spare.cgroup->KillAll().IgnoreError();
-  } else if (spare.pid > 0) {
-    kill(spare.pid, SIGKILL);
-  }
-}
-
-void Zygote::DestroySpare(std::unique_ptr<Spare> spare) {
-  if (!spare) return;
-  KillSpare(*spare);
-  spare->channel.Reset();
-  if (!spare->cgroup) return;
-  if (spare->cgroup_reusable && !dead_.load() && spare->cgroup->ResetPeak().ok()) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (free_cgroups_.size() < kMaxFreeCgroups) {
-      free_cgroups_.push_back(std::move(spare->cgroup));
-      return;
-    }
-  }
-  spare->cgroup->Destroy().IgnoreError();
-}
-
-absl::StatusOr<std::unique_ptr<core::Cgroup>> Zygote::RequestCgroup() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!free_cgroups_.empty()) {
-      std::unique_ptr<core::Cgroup> reused = std::move(free_cgroups_.back());
-      free_cgroups_.pop_back();
-      return reused;
-    }
-  }
-  return cgroup_->CreateChild(config_.request_limits, "request-");
-}
-
-void Zygote::DestroyFreeCgroups() {
-  std::vector<std::unique_ptr<core::Cgroup>> free;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    free.swap(free_cgroups_);
-  }
-  for (auto& cgroup : free) cgroup->Destroy().IgnoreError();
 }
 
 void Zygote::MarkDead(const std::string& why) {
@@ -465,20 +351,6 @@ void Zygote::MarkDead(const std::string& why) {
   for (auto& spare : spares) DestroySpare(std::move(spare));
   for (auto& [id, spare] : retiring) DestroySpare(std::move(spare));
   DestroyFreeCgroups();
-}
-
-void Zygote::RetireSpare(std::unique_ptr<Spare> spare) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto status = exit_status_.find(spare->id);
-    if (status == exit_status_.end() && !dead_.load()) {
-      spare->channel.Reset();
-      retiring_[spare->id] = std::move(spare);
-      return;
-    }
-    if (status != exit_status_.end()) exit_status_.erase(status);
-  }
-  DestroySpare(std::move(spare));
 }
 
 void Zygote::Stop() {

@@ -1,0 +1,149 @@
+// A zygote's spares: taking one for a request, keeping their number at the configured
+// count (more while requests wait), retiring answered ones, and reusing emptied request
+// cgroups. The lifecycle and the reader are in zygote.cc, a request's run in
+// zygote_request.cc.
+#include <signal.h>
+
+#include <chrono>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "agents/wire/channel.h"
+#include "agents/wire/messages.h"
+#include "supervisor/zygote.h"
+#include "supervisor/zygote_spare.h"
+
+namespace zygo::supervisor {
+namespace {
+
+constexpr size_t kMaxFreeCgroups = 64;
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Zygote::Spare>> Zygote::TakeSpare(int64_t wait_ms,
+                                                                 const CancelSignal& cancel) {
+  auto deadline = Clock::now() + std::chrono::milliseconds(wait_ms);
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    if (dead_.load()) {
+      return absl::UnavailableError(absl::StrCat("the zygote of ", config_.name, " died (",
+                                                 death_reason_,
+                                                 "); it is re-warmed on the next request"));
+    }
+    if (cancel.cancelled()) return absl::CancelledError("the caller went away");
+    if (!ready_.empty()) break;
+    if (Clock::now() >= deadline) {
+      return absl::DeadlineExceededError("no process was free before the request's deadline");
+    }
+    // Demand beyond the spares: one more is forked for each waiting request (a lost one
+    // is replaced the same way).
+    ++waiters_;
+    lock.unlock();
+    TopUpSpares();
+    lock.lock();
+    // Timed: a cancel has no way to notify this condition variable.
+    ready_cv_.wait_for(lock, std::chrono::milliseconds(5));
+    --waiters_;
+  }
+  std::unique_ptr<Spare> spare = std::move(ready_.front());
+  ready_.pop_front();
+  lock.unlock();
+  // Replace it at once, off this request's path (the zygote forks while we run).
+  TopUpSpares();
+  return spare;
+}
+
+// Keeps ready + being forked at the configured number of spares, never more: a burst of
+// requests is served as spares become free, not by forking without bound.
+void Zygote::TopUpSpares() {
+  int missing;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    missing = config_.spares + waiters_ - static_cast<int>(ready_.size() + spawning_.size());
+  }
+  for (int i = 0; i < missing; ++i) {
+    if (!RequestSpare().ok()) return;
+  }
+}
+
+// After a burst: spares beyond the configured number hold pre-faulted memory for nobody.
+void Zygote::TrimSpares() {
+  std::vector<std::unique_ptr<Spare>> surplus;
+  std::vector<std::unique_ptr<core::Cgroup>> unused;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    while (waiters_ == 0 && static_cast<int>(ready_.size()) > config_.spares) {
+      surplus.push_back(std::move(ready_.back()));
+      ready_.pop_back();
+    }
+    // Free cgroups beyond what the spares will need again: each holds open fds.
+    while (waiters_ == 0 && free_cgroups_.size() > static_cast<size_t>(config_.spares)) {
+      unused.push_back(std::move(free_cgroups_.back()));
+      free_cgroups_.pop_back();
+    }
+  }
+  for (auto& spare : surplus) DestroySpare(std::move(spare));
+  for (auto& cgroup : unused) cgroup->Destroy().IgnoreError();
+}
+
+void Zygote::KillSpare(Spare& spare) {
+  if (spare.cgroup) {
+    spare.cgroup->KillAll().IgnoreError();
+  } else if (spare.pid > 0) {
+    kill(spare.pid, SIGKILL);
+  }
+}
+
+void Zygote::DestroySpare(std::unique_ptr<Spare> spare) {
+  if (!spare) return;
+  KillSpare(*spare);
+  spare->channel.Reset();
+  if (!spare->cgroup) return;
+  if (spare->cgroup_reusable && !dead_.load() && spare->cgroup->ResetPeak().ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_cgroups_.size() < kMaxFreeCgroups) {
+      free_cgroups_.push_back(std::move(spare->cgroup));
+      return;
+    }
+  }
+  spare->cgroup->Destroy().IgnoreError();
+}
+
+absl::StatusOr<std::unique_ptr<core::Cgroup>> Zygote::RequestCgroup() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!free_cgroups_.empty()) {
+      std::unique_ptr<core::Cgroup> reused = std::move(free_cgroups_.back());
+      free_cgroups_.pop_back();
+      return reused;
+    }
+  }
+  return cgroup_->CreateChild(config_.request_limits, "request-");
+}
+
+void Zygote::DestroyFreeCgroups() {
+  std::vector<std::unique_ptr<core::Cgroup>> free;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    free.swap(free_cgroups_);
+  }
+  for (auto& cgroup : free) cgroup->Destroy().IgnoreError();
+}
+
+void Zygote::RetireSpare(std::unique_ptr<Spare> spare) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto status = exit_status_.find(spare->id);
+    if (status == exit_status_.end() && !dead_.load()) {
+      spare->channel.Reset();
+      retiring_[spare->id] = std::move(spare);
+      return;
+    }
+    if (status != exit_status_.end()) exit_status_.erase(status);
+  }
+  DestroySpare(std::move(spare));
+}
+
+}  // namespace zygo::supervisor
