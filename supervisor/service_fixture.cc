@@ -10,20 +10,14 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "core/base/sys/fs.h"
 #include "supervisor/state_store.h"
 #include "testing/harness.h"
 
 namespace zygo::supervisor {
 namespace {
 
-int ParentOf(int pid) {
-  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("PPid:", 0) == 0) return atoi(line.c_str() + 5);
-  }
-  return 0;
-}
+int ParentOf(int pid) { return base::sys::ReadParentPid(pid).value_or(0); }
 
 std::vector<int> AllPids() {
   std::vector<int> pids;

@@ -38,19 +38,6 @@ int64_t MicrosSince(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
-// The parent pid of `pid` from /proc (0 when it cannot be read).
-pid_t ParentOf(pid_t pid) {
-  absl::StatusOr<std::string> status = base::sys::ReadFile(absl::StrCat("/proc/", pid, "/status"));
-  if (!status.ok()) return 0;
-  size_t at = status->find("\nPPid:");
-  if (at == std::string::npos) return 0;
-  size_t end = status->find('\n', at + 1);
-  std::string value = status->substr(at + 6, end - at - 6);
-  int parent = 0;
-  if (!absl::SimpleAtoi(value, &parent)) return 0;
-  return parent;
-}
-
 }  // namespace
 
 Zygote::Zygote(ZygoteConfig config) : config_(std::move(config)) {}
@@ -261,17 +248,22 @@ void Zygote::HandleForked(wire::ReceivedFrame& received) {
   spare->id = forked->request_id;
   spare->pid = static_cast<pid_t>(received.sender_pid);
   spare->channel = std::move(received.fds[0]);
+  pid_t agent_pid;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto sent = spawning_.find(spare->id);
     if (sent == spawning_.end()) return;  // not one we asked for: dropping it closes it
     spare->fork_us = MicrosSince(sent->second);
     spawning_.erase(sent);
-    if (spare->pid <= 0 || ParentOf(spare->pid) != agent_pid_) {
-      fprintf(stderr, "[%s] refused a spare whose sender pid %d is not the agent's child\n",
-              config_.name.c_str(), spare->pid);
-      return;
-    }
+    agent_pid = agent_pid_;
+  }
+  // Read outside the lock: /proc is not something request threads should wait behind.
+  absl::StatusOr<pid_t> parent =
+      spare->pid > 0 ? base::sys::ReadParentPid(spare->pid) : absl::NotFoundError("no pid");
+  if (!parent.ok() || *parent != agent_pid) {
+    fprintf(stderr, "[%s] refused a spare whose sender pid %d is not the agent's child\n",
+            config_.name.c_str(), spare->pid);
+    return;
   }
   auto admit_start = std::chrono::steady_clock::now();
   if (cgroup_) {

@@ -23,6 +23,8 @@
 #include "agents/conformance/agent_process.h"
 #include "agents/wire/channel.h"
 #include "agents/wire/messages.h"
+#include "core/base/sys/fs.h"
+#include "core/base/sys/landlock.h"
 #include "nlohmann/json.hpp"
 
 namespace zygo::agents::conformance {
@@ -33,18 +35,11 @@ using wire::FdLayout;
 using wire::MessageType;
 
 int LandlockAbi() {
-  const long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, 1 /* VERSION */);
-  return abi < 0 ? 0 : static_cast<int>(abi);
+  const int abi = base::sys::RawLandlockAbiVersion();
+  return abi < 0 ? 0 : abi;
 }
 
-pid_t ParentOf(pid_t pid) {
-  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("PPid:", 0) == 0) return std::atoi(line.c_str() + 5);
-  }
-  return -1;
-}
+pid_t ParentOf(pid_t pid) { return base::sys::ReadParentPid(pid).value_or(-1); }
 
 std::string ReadAll(int fd) {
   std::string text;

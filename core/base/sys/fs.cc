@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/cord.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -122,6 +123,21 @@ absl::StatusOr<struct statfs> StatFs(const std::string& path) {
   const auto [rc, err] = RetryOnEintr([&] { return ::statfs(path.c_str(), &fs); });
   if (rc == 0) return fs;
   return Failed(err, absl::StrCat("statfs(", path, ")"));
+}
+
+absl::StatusOr<pid_t> ReadParentPid(pid_t pid) {
+  const std::string path = absl::StrCat("/proc/", pid, "/status");
+  absl::StatusOr<std::string> status = ReadFile(path);
+  if (!status.ok()) return status.status();
+  const size_t at = status->find("\nPPid:");
+  int parent = 0;
+  if (at == std::string::npos ||
+      !absl::SimpleAtoi(absl::StripAsciiWhitespace(absl::string_view(*status).substr(
+                            at + 6, status->find('\n', at + 1) - at - 6)),
+                        &parent)) {
+    return absl::InternalError(absl::StrCat(path, " names no parent (no PPid line)"));
+  }
+  return static_cast<pid_t>(parent);
 }
 
 }  // namespace zygo::base::sys

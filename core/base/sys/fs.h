@@ -59,6 +59,10 @@ absl::StatusOr<struct stat> Stat(const std::string& path);
 // statfs(path): the filesystem `path` is on (f_type tells which kind).
 absl::StatusOr<struct statfs> StatFs(const std::string& path);
 
+// The parent of `pid` as /proc/<pid>/status names it (in the reader's pid namespace).
+// NotFound when the process is gone; Internal when the file has no PPid line.
+absl::StatusOr<pid_t> ReadParentPid(pid_t pid);
+
 }  // namespace zygo::base::sys
 
 #endif  // ZYGO_CORE_BASE_SYS_FS_H_
