@@ -78,7 +78,10 @@ class FirewallTest : public ::testing::Test {
     for (const char* address : {kServer, kDnsServer, kPrivate, kMetadata}) {
       In(*internet_, {"ip", "addr", "add", absl::StrCat(address, "/32"), "dev", "lo"});
     }
-    In(*internet_, {"ip", "-6", "addr", "add", absl::StrCat(kServer6, "/128"), "dev", "lo"});
+    // nodad: a tentative address (duplicate detection still running) cannot be bound yet,
+    // which made StartServers fail now and then.
+    In(*internet_,
+       {"ip", "-6", "addr", "add", absl::StrCat(kServer6, "/128"), "dev", "lo", "nodad"});
     In(*sandbox_, {"ip", "addr", "add", "203.0.113.2/24", "dev", "veth0"});
     In(*sandbox_, {"ip", "-6", "addr", "add", "2001:db8:1::2/64", "dev", "veth0", "nodad"});
     In(*sandbox_, {"ip", "link", "set", "veth0", "up"});
