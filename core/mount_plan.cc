@@ -290,27 +290,14 @@ absl::Status AddVolumes(PlanWriter& w, const ImageRoot& root, const Spec& spec, 
   return absl::OkStatus();
 }
 
-// --net egress: the sandbox asks Zygo's resolver on its own loopback. --net full: the
-// host's resolv.conf as it is (a stub resolver on the host's loopback is not reachable
-// from the sandbox; see docs/network.md). Other modes keep the image's own file.
+// --net egress and --net full: the sandbox asks Zygo's resolver on its own loopback
+// (zygo-net serves it; egress answers allowlisted names only). The host's own file would
+// not do: its nameserver is often on the host's loopback or a private address, which the
+// sandbox's namespace and firewall cannot reach. Other modes keep the image's own file.
 absl::Status AddResolvConf(PlanWriter& w, const ImageRoot& root, const Spec& spec) {
-  std::string content;
-  if (spec.net == NetMode::kEgress) {
-    content = "nameserver 127.0.0.53\noptions edns0\n";
-  } else if (spec.net == NetMode::kFull) {
-    int fd = open("/etc/resolv.conf", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return base::ErrnoStatus(errno, "open(/etc/resolv.conf) for --net full");
-    char buffer[8192];
-    ssize_t n;
-    while ((n = read(fd, buffer, sizeof(buffer))) > 0 || (n < 0 && errno == EINTR)) {
-      if (n > 0) content.append(buffer, static_cast<size_t>(n));
-    }
-    close(fd);
-  } else {
-    return absl::OkStatus();
-  }
+  if (spec.net != NetMode::kEgress && spec.net != NetMode::kFull) return absl::OkStatus();
   ZYGO_RETURN_IF_ERROR(EnsureMountpoint(w, root, "/etc/resolv.conf", /*is_dir=*/false));
-  w.WriteFile("/zygo-resolv.conf", "/etc/resolv.conf", std::move(content));
+  w.WriteFile("/zygo-resolv.conf", "/etc/resolv.conf", "nameserver 127.0.0.53\noptions edns0\n");
   return absl::OkStatus();
 }
 

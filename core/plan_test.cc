@@ -183,6 +183,14 @@ TEST(BuildPlan, NetworkModesAreCheckedAndOnlyAllowFlagsLoosen) {
   EXPECT_FALSE(BuildPlan(spec).ok());  // --allow with none
   spec.net = NetMode::kFull;
   EXPECT_FALSE(BuildPlan(spec).ok());  // --allow with full
+  // --net full asks Zygo's resolver too, never the host's nameserver (often on the host's
+  // loopback or a private address, neither reachable from the sandbox).
+  spec.allow.clear();
+  auto full = BuildPlan(spec);
+  ASSERT_TRUE(full.ok()) << full.status();
+  const MountOp* full_resolv = FindOp(*full, MountOpKind::kWriteFile, "/etc/resolv.conf");
+  ASSERT_NE(full_resolv, nullptr);
+  EXPECT_EQ(full_resolv->data, "nameserver 127.0.0.53\noptions edns0\n");
 
   auto none = BuildPlan(HostSpec());
   ASSERT_TRUE(none.ok());

@@ -19,6 +19,7 @@ struct DnsResolver::Counters {
   std::atomic<uint64_t> formerr{0};
   std::atomic<uint64_t> refused{0};
   std::atomic<uint64_t> notimp{0};
+  std::atomic<uint64_t> not_host_name{0};
   std::atomic<uint64_t> not_allowed{0};
   std::atomic<uint64_t> upstream_queries{0};
   std::atomic<uint64_t> over_capacity{0};
@@ -32,8 +33,8 @@ struct DnsResolver::Counters {
 // A query waiting for the upstream.
 struct DnsResolver::Client {
   DnsQuery query;
-  std::string name;  // normalized
-  std::vector<uint16_t> ports;
+  std::string name;             // normalized
+  std::vector<uint16_t> ports;  // kAllowlist: where to admit the answers; kAnyName: empty
   sockaddr_storage peer;
 };
 
@@ -60,7 +61,20 @@ std::string Rdata(const IpAddress& address) {
 absl::StatusOr<std::unique_ptr<DnsResolver>> DnsResolver::Create(base::UniqueFd socket,
                                                                  DnsResolverOptions options) {
   if (!socket.valid()) return absl::InvalidArgumentError("DNS resolver needs a bound UDP socket");
-  if (!options.admit) return absl::InvalidArgumentError("DNS resolver needs an admit callback");
+  switch (options.names) {
+    case DnsNamePolicy::kAllowlist:
+      if (!options.admit) {
+        return absl::InvalidArgumentError("DNS resolver needs an admit callback");
+      }
+      break;
+    case DnsNamePolicy::kAnyName:
+      // Either would look like a filter that is not applied.
+      if (options.admit || !options.allowlist.empty()) {
+        return absl::InvalidArgumentError(
+            "DNS resolver in any-name mode takes no allowlist and no admit callback");
+      }
+      break;
+  }
   if (options.upstream.servers.empty()) {
     return absl::InvalidArgumentError("DNS resolver needs at least one upstream server");
   }
@@ -168,6 +182,7 @@ DnsResolverStats DnsResolver::stats() const {
   s.formerr = c.formerr.load();
   s.refused = c.refused.load();
   s.notimp = c.notimp.load();
+  s.not_host_name = c.not_host_name.load();
   s.not_allowed = c.not_allowed.load();
   s.upstream_queries = c.upstream_queries.load();
   s.over_capacity = c.over_capacity.load();
@@ -216,9 +231,10 @@ bool DnsResolver::TakeToken() {
 }
 
 // The local decisions, in order: no reply to what is not a query; then FORMERR, NOTIMP and
-// REFUSED for what we do not serve; then NXDOMAIN for a name off the allowlist (whatever
-// the type, and before any upstream traffic); then an empty NOERROR for types other than
-// A and AAAA. Only an allowed name asking for an address reaches the upstream.
+// REFUSED for what we do not serve; then NXDOMAIN for what is not a host name or (with an
+// allowlist) is off the list, whatever the type and before any upstream traffic; then an
+// empty NOERROR for types other than A and AAAA. Only a host name (an allowed one, with an
+// allowlist) asking for an address reaches the upstream.
 void DnsResolver::HandlePacket(absl::Span<const uint8_t> packet, const sockaddr* peer) {
   Counters& c = *counters_;
   std::optional<DnsHeader> header = ParseDnsHeader(packet);
@@ -245,12 +261,20 @@ void DnsResolver::HandlePacket(absl::Span<const uint8_t> packet, const sockaddr*
     return;
   }
   absl::StatusOr<std::string> name = NormalizeDnsName(question.labels);
-  std::vector<uint16_t> ports;
-  if (name.ok()) ports = options_.allowlist.PortsFor(*name);
-  if (ports.empty()) {
-    ++c.not_allowed;
+  // The root has no address, and c-ares must not be handed an empty name.
+  if (!name.ok() || name->empty()) {
+    ++c.not_host_name;
     Send(peer, BuildDnsReply(*query, DnsRcode::kNxDomain, {}));
     return;
+  }
+  std::vector<uint16_t> ports;
+  if (options_.names == DnsNamePolicy::kAllowlist) {
+    ports = options_.allowlist.PortsFor(*name);
+    if (ports.empty()) {
+      ++c.not_allowed;
+      Send(peer, BuildDnsReply(*query, DnsRcode::kNxDomain, {}));
+      return;
+    }
   }
   if (question.qtype != kDnsTypeA && question.qtype != kDnsTypeAaaa) {
     Send(peer, BuildDnsReply(*query, DnsRcode::kNoError, {}));
@@ -313,8 +337,9 @@ void DnsResolver::FinishResolve(const Client& client, DnsUpstreamResult result) 
     answers.push_back(DnsAnswer{client.query.question.qtype, ttl, Rdata(a.address)});
   }
   // Admit only what the reply will carry: no rule for an address the client never sees.
+  // Any-name mode has no ports, so nothing is admitted (and there is no admit to call).
   answers.resize(DnsAnswersThatFit(client.query, answers));
-  for (size_t i = 0; i < answers.size(); ++i) {
+  for (size_t i = 0; i < answers.size() && !client.ports.empty(); ++i) {
     for (uint16_t port : client.ports) {
       if (!options_.admit(addresses[i], port, answers[i].ttl).ok()) {
         ++c.admit_failures;

@@ -1,5 +1,6 @@
-// The egress sandbox's DNS server: answers A/AAAA queries for allowlisted names only,
-// and admits every address it returns into the firewall before the answer goes back.
+// The sandbox's DNS server at 127.0.0.53. In egress it answers A/AAAA queries for
+// allowlisted names only and admits every address it returns into the firewall before the
+// answer goes back; in full it answers any name. Both drop refused addresses from answers.
 #ifndef ZYGO_NET_DNS_RESOLVER_H_
 #define ZYGO_NET_DNS_RESOLVER_H_
 
@@ -22,18 +23,31 @@
 
 namespace zygo::net {
 
+// Which names the resolver answers.
+enum class DnsNamePolicy {
+  // --net egress: only names on `allowlist`, and every answered address is admitted into
+  // the firewall on the name's ports (`admit`) before the reply goes back.
+  kAllowlist,
+  // --net full: every host name is asked upstream and nothing is admitted (full mode's
+  // firewall has no sets; public addresses are open anyway). Takes no allowlist and no
+  // admit. Refused addresses are still dropped from answers (DNS rebinding).
+  kAnyName,
+};
+
 struct DnsResolverOptions {
-  // Where allowed names are resolved. Given by the caller (the host's resolvers, or the
-  // test's fake upstream); the sandbox's resolv.conf is never read.
+  // Where names are resolved. Given by the caller (the host's resolvers, or the test's
+  // fake upstream); the sandbox's resolv.conf is never read.
   DnsUpstreamOptions upstream;
 
-  // The names that resolve, and the ports their addresses are admitted on. A name off the
-  // list gets NXDOMAIN without any upstream query. Answers are also filtered through
-  // IsRefusedAddress (net/address_policy.h), which no option can turn off.
+  // Which names resolve. In either policy answers are filtered through IsRefusedAddress
+  // (net/address_policy.h), which no option can turn off.
+  DnsNamePolicy names = DnsNamePolicy::kAllowlist;
+  // kAllowlist only: the names that resolve, and the ports their addresses are admitted
+  // on. A name off the list gets NXDOMAIN without any upstream query.
   Allowlist allowlist;
-  // The firewall: makes (address, port) reachable for `ttl_seconds` and returns once the
-  // rule is live. Called for every returned address and every allowed port before the
-  // reply is sent; an error turns the whole reply into SERVFAIL.
+  // kAllowlist only: the firewall. Makes (address, port) reachable for `ttl_seconds` and
+  // returns once the rule is live. Called for every returned address and every allowed
+  // port before the reply is sent; an error turns the whole reply into SERVFAIL.
   std::function<absl::Status(const IpAddress& address, uint16_t port, uint32_t ttl_seconds)> admit;
 
   // TTLs in replies (and given to `admit`) are clamped to [min_ttl, max_ttl].
@@ -54,12 +68,13 @@ struct DnsResolverStats {
   uint64_t formerr = 0;            // unparsable query: FORMERR
   uint64_t refused = 0;            // ANY and other meta types, non-IN class: REFUSED
   uint64_t notimp = 0;             // opcode other than QUERY: NOTIMP
-  uint64_t not_allowed = 0;        // name off the allowlist: NXDOMAIN without upstream query
+  uint64_t not_host_name = 0;      // root, or a byte outside [A-Za-z0-9_-]: NXDOMAIN, no query
+  uint64_t not_allowed = 0;        // name off the allowlist: NXDOMAIN, no query (0 in kAnyName)
   uint64_t upstream_queries = 0;   // lookups sent to the upstream
   uint64_t over_capacity = 0;      // max_in_flight reached: SERVFAIL
   uint64_t servfail = 0;           // upstream failure or admit failure: SERVFAIL
   uint64_t addresses_refused = 0;  // upstream addresses dropped by IsRefusedAddress
-  uint64_t admit_failures = 0;     // `admit` calls that failed
+  uint64_t admit_failures = 0;     // `admit` calls that failed (0 in kAnyName: no admit)
   uint64_t replies = 0;            // replies sent
   uint64_t send_errors = 0;        // replies the socket would not take
 };
@@ -73,28 +88,32 @@ struct DnsResolverStats {
 // needs. `admit` runs on the resolver's thread, one call at a time, and blocks that thread,
 // so it must be quick (one netlink round trip); it must not call Stop().
 //
-// What a datagram gets, decided in this order:
+// What a datagram gets, decided in this order (the same in both policies, except where
+// the allowlist is named):
 // - shorter than a header, a response (QR set), empty or cut: no reply at all;
 // - an opcode other than QUERY: NOTIMP; unparsable (bad or looping names, labels over 63 or
 //   names over 255 octets, qdcount other than 1, answer or authority records, trailing
 //   bytes, two OPT records): FORMERR; both header-only with the query's ID;
 // - a class other than IN, or a meta type (ANY, AXFR, IXFR, OPT, 128-255): REFUSED;
-// - a name off the allowlist, or not a host name at all: NXDOMAIN, with no upstream query;
-// - an allowed name with a type other than A/AAAA (TXT, MX, HTTPS, ...): NOERROR without
-//   answers, no upstream query;
+// - not a host name at all (the root, or other bytes than letters, digits, '-', '_'), or
+//   (kAllowlist) a name off the allowlist: NXDOMAIN, with no upstream query;
+// - a type other than A/AAAA (TXT, MX, HTTPS, ...): NOERROR without answers, no upstream
+//   query (a full-mode program that needs those asks a public server itself);
 // - more than max_in_flight lookups pending: SERVFAIL at once;
 // - A/AAAA: asked upstream. Upstream NXDOMAIN is passed on; a timeout, SERVFAIL, REFUSED
 //   or garbage becomes SERVFAIL. Otherwise the addresses minus refused ones and duplicates,
 //   TTLs clamped, as many as fit in 512 bytes (or the client's EDNS size, at most 1232),
-//   each admitted on every allowed port before the reply is sent. TC is never set because
-//   TCP is not served. If no address remains the reply is NOERROR with no answers (NODATA):
-//   the name exists, it has no address this sandbox may use, and an NXDOMAIN would make
-//   stub resolvers drop the other address family too. CNAME chains are followed by c-ares
-//   and flattened: every answer is owned by the question name. Nothing is cached.
+//   and (kAllowlist) each admitted on every allowed port before the reply is sent. TC is
+//   never set because TCP is not served. If no address remains the reply is NOERROR with
+//   no answers (NODATA): the name exists, it has no address this sandbox may use, and an
+//   NXDOMAIN would make stub resolvers drop the other address family too. CNAME chains are
+//   followed by c-ares and flattened: every answer is owned by the question name. Nothing
+//   is cached. The rate limit and max_in_flight hold in both policies.
 // Every reply keeps the query's ID, RD and CD bits and echoes its question byte for byte.
 class DnsResolver {
  public:
-  // Checks the options (admit set, at least one upstream server, sane limits)
+  // Checks the options (kAllowlist: admit set; kAnyName: no admit and an empty allowlist,
+  // so neither is mistaken for a filter; at least one upstream server, sane limits)
   // and takes the socket (a bound AF_INET/AF_INET6 SOCK_DGRAM socket). Starts nothing.
   static absl::StatusOr<std::unique_ptr<DnsResolver>> Create(base::UniqueFd socket,
                                                              DnsResolverOptions options);

@@ -1,5 +1,6 @@
 // DnsResolver against a fake upstream on 127.0.0.1: what is answered locally, what goes
-// upstream, what comes back, and that admission happens before the reply. Unprivileged.
+// upstream, what comes back, and that admission happens before the reply; the same for
+// any-name mode (--net full), which admits nothing. Unprivileged.
 #include "net/dns_resolver.h"
 
 #include <algorithm>
@@ -600,6 +601,106 @@ TEST_F(DnsResolverTest, StartTwiceFailsAndDestructorStops) {
   resolver_.reset();  // joins the thread; ASan/LSan would see a leak or use-after-free
 }
 
+// --net full: no allowlist and no admit (Create refuses either; a call to the empty admit
+// would throw), so the fixture's are removed.
+void AnyName(DnsResolverOptions& o) {
+  o.names = DnsNamePolicy::kAnyName;
+  o.allowlist = Allowlist();
+  o.admit = nullptr;
+}
+
+TEST_F(DnsResolverTest, AnyNameModeForwardsNamesOffEveryList) {
+  upstream_.Set("anything.example.org", kDnsTypeA, Addresses({AddressAnswer("198.51.100.30", 60)}));
+  upstream_.Set("v6.example.net", kDnsTypeAaaa,
+                Addresses({AddressAnswer("2606:4700:4700::1111", 60)}));
+  StartResolver(AnyName);
+  absl::StatusOr<DnsMessage> reply = Query(1, "Anything.Example.org", kDnsTypeA);
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_EQ(reply->header.rcode, kNoError);
+  EXPECT_THAT(AnswerAddresses(*reply), ElementsAre("198.51.100.30"));
+  reply = Query(2, "v6.example.net", kDnsTypeAaaa);
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_THAT(AnswerAddresses(*reply), ElementsAre("2606:4700:4700::1111"));
+  reply = Query(3, "gone.example.org", kDnsTypeA);  // the fake answers NXDOMAIN
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_EQ(reply->header.rcode, kNxDomain);
+  EXPECT_EQ(upstream_.QueriesFor("anything.example.org"), 1);
+  EXPECT_EQ(upstream_.QueriesFor("v6.example.net"), 1);
+  EXPECT_EQ(upstream_.QueriesFor("gone.example.org"), 1);
+
+  // Still answered here, without an upstream query: not a host name, the root, other types.
+  for (const char* name : {"evil name.example.org", "."}) {
+    reply = Query(4, name, kDnsTypeA);
+    ASSERT_TRUE(reply.ok()) << name << ": " << reply.status();
+    EXPECT_EQ(reply->header.rcode, kNxDomain) << name;
+  }
+  reply = Query(5, "anything.example.org", 16);  // TXT
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_EQ(reply->header.rcode, kNoError);
+  EXPECT_THAT(reply->answers, IsEmpty());
+  EXPECT_EQ(upstream_.queries(), 3);
+
+  const DnsResolverStats stats = resolver_->stats();
+  EXPECT_EQ(stats.upstream_queries, 3u);
+  EXPECT_EQ(stats.not_host_name, 2u);
+  EXPECT_EQ(stats.not_allowed, 0u);
+  EXPECT_EQ(stats.admit_failures, 0u);
+  EXPECT_THAT(admissions(), IsEmpty());
+}
+
+// Rebinding protection does not depend on the allowlist.
+TEST_F(DnsResolverTest, AnyNameModeStillDropsRefusedAnswers) {
+  upstream_.Set("rebind.example.org", kDnsTypeA, Addresses({AddressAnswer("10.0.0.5", 60)}));
+  upstream_.Set("mixed.example.org", kDnsTypeA,
+                Addresses({AddressAnswer("169.254.169.254", 60), AddressAnswer("198.51.100.8", 60),
+                           AddressAnswer("127.0.0.1", 60)}));
+  upstream_.Set("mixed.example.org", kDnsTypeAaaa,
+                Addresses({AddressAnswer("::ffff:192.168.1.1", 60), AddressAnswer("fd00::1", 60),
+                           AddressAnswer("2606:4700:4700::1111", 60)}));
+  StartResolver(AnyName);
+  absl::StatusOr<DnsMessage> reply = Query(1, "rebind.example.org", kDnsTypeA);
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_EQ(reply->header.rcode, kNoError);  // NODATA, as with an allowlist
+  EXPECT_THAT(reply->answers, IsEmpty());
+  EXPECT_EQ(upstream_.QueriesFor("rebind.example.org"), 1);  // it was asked, and dropped
+  reply = Query(2, "mixed.example.org", kDnsTypeA);
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_THAT(AnswerAddresses(*reply), ElementsAre("198.51.100.8"));
+  reply = Query(3, "mixed.example.org", kDnsTypeAaaa);
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_THAT(AnswerAddresses(*reply), ElementsAre("2606:4700:4700::1111"));
+  EXPECT_EQ(resolver_->stats().addresses_refused, 5u);
+  EXPECT_THAT(admissions(), IsEmpty());
+}
+
+TEST_F(DnsResolverTest, AnyNameModeKeepsTheInFlightCapAndTheRateLimit) {
+  FakeAnswer slow = Addresses({AddressAnswer("203.0.113.51", 60)});
+  slow.delay = absl::Milliseconds(500);
+  upstream_.SetFallback(slow);
+  StartResolver([](DnsResolverOptions& o) {
+    AnyName(o);
+    o.max_in_flight = 2;
+    o.max_packets_per_second = 10;
+  });
+  for (uint16_t i = 0; i < 40; ++i) {
+    ASSERT_TRUE(client_->Send(*BuildDnsQuery(i, absl::StrCat("q", i, ".example.org"), 1)).ok());
+  }
+  int servfail = 0;
+  int answered = 0;
+  while (std::optional<std::vector<uint8_t>> bytes = client_->Receive(absl::Seconds(1))) {
+    const uint8_t rcode = ParseDnsMessage(*bytes)->header.rcode;
+    servfail += rcode == kServFail;
+    answered += rcode == kNoError;
+  }
+  const DnsResolverStats stats = resolver_->stats();
+  EXPECT_EQ(answered, 2);
+  EXPECT_EQ(upstream_.queries(), 2);
+  EXPECT_EQ(static_cast<uint64_t>(servfail), stats.over_capacity);
+  EXPECT_GE(servfail + answered, 10);
+  EXPECT_LE(servfail + answered, 15);
+  EXPECT_GE(stats.rate_limited, 25u);
+}
+
 TEST(DnsResolverCreateTest, ChecksOptionsAndStopBeforeStartIsFine) {
   absl::StatusOr<base::UniqueFd> fd = dnstest::BindLoopbackUdp();
   ASSERT_TRUE(fd.ok());
@@ -618,6 +719,18 @@ TEST(DnsResolverCreateTest, ChecksOptionsAndStopBeforeStartIsFine) {
   bad_ttl.min_ttl_seconds = 0;
   EXPECT_EQ(DnsResolver::Create(*dnstest::BindLoopbackUdp(), bad_ttl).status().code(),
             absl::StatusCode::kInvalidArgument);
+
+  // Any-name mode refuses an admit callback or an allowlist: neither would be applied.
+  DnsResolverOptions any_name = options;
+  any_name.names = DnsNamePolicy::kAnyName;
+  EXPECT_EQ(DnsResolver::Create(*dnstest::BindLoopbackUdp(), any_name).status().code(),
+            absl::StatusCode::kInvalidArgument);  // admit set
+  any_name.admit = nullptr;
+  any_name.allowlist = *Allowlist::Parse(std::vector<std::string>{"api.example.com:443"});
+  EXPECT_EQ(DnsResolver::Create(*dnstest::BindLoopbackUdp(), any_name).status().code(),
+            absl::StatusCode::kInvalidArgument);  // allowlist set
+  any_name.allowlist = Allowlist();
+  EXPECT_TRUE(DnsResolver::Create(*dnstest::BindLoopbackUdp(), any_name).ok());
 
   absl::StatusOr<std::unique_ptr<DnsResolver>> resolver =
       DnsResolver::Create(*dnstest::BindLoopbackUdp(), options);

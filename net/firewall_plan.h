@@ -30,8 +30,9 @@ class FirewallPlan {
   // (unspecified, multicast, broadcast).
   static absl::StatusOr<FirewallPlan> Egress(const IpAddress& resolver,
                                              std::vector<IpAddress> host_addresses);
-  // `resolver` is optional here: when given, port 53 on it is reachable even if it is a
-  // host address (a DNS forwarder on the pasta gateway, say).
+  // `resolver` is optional here: when given, port 53 on it is reachable before any refused
+  // range is checked. zygo-net names its own resolver (127.0.0.53, which the sandbox's
+  // loopback reaches anyway); a forwarder on a host address would need it.
   static absl::StatusOr<FirewallPlan> Full(std::optional<IpAddress> resolver,
                                            std::vector<IpAddress> host_addresses);
 

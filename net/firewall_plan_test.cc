@@ -25,6 +25,10 @@ TEST(FirewallPlanTest, ChecksAndNormalizesAddresses) {
   EXPECT_EQ(plan.resolver().value(), Ip("127.0.0.53"));
   EXPECT_THAT(plan.host_addresses(), ElementsAre(Ip("203.0.113.1"), Ip("2001:db8::1")));
   EXPECT_FALSE(FirewallPlan::Full(std::nullopt, {}).value().resolver().has_value());
+  // zygo-net's full mode names its resolver on the sandbox's loopback.
+  const FirewallPlan full = FirewallPlan::Full(Ip("127.0.0.53"), {}).value();
+  EXPECT_EQ(full.mode(), FirewallMode::kFull);
+  EXPECT_EQ(full.resolver().value(), Ip("127.0.0.53"));
 }
 
 }  // namespace

@@ -12,13 +12,13 @@ namespace zygo::net {
 // socket(domain, type | SOCK_CLOEXEC, protocol) inside the network namespace `netns_fd`
 // (an open /proc/PID/ns/net or a bind mount of one; borrowed, not closed).
 //
-// Parent side (supervisor), never between fork and exec: it starts a std::thread, which
-// calls setns(netns_fd, CLONE_NEWNET) — that moves only the calling thread (setns(2)) — and
-// ends right after, so no other thread of the caller ever changes namespace.
-// Needs CAP_SYS_ADMIN both in the user namespace that owns the target netns and in the
-// caller's own user namespace (netns_install() checks both), i.e. a root supervisor or one
-// that runs inside a user namespace of its own; a plain unprivileged process gets EPERM and
-// must instead have the sandbox's child open the socket and pass it back over SCM_RIGHTS.
+// Parent side (supervisor), never between fork and exec. As root: a std::thread calls
+// setns(netns_fd, CLONE_NEWNET) — that moves only the calling thread (setns(2)) — and ends
+// right after, so no other thread of the caller ever changes namespace. That needs
+// CAP_SYS_ADMIN both in the user namespace that owns the target netns and in the caller's
+// own (netns_install() checks both). Rootless, when that is refused: a forked child joins
+// the owning user namespace first (its owner holds every capability there), then the
+// netns, and passes the socket back over SCM_RIGHTS. Any other caller gets EPERM.
 absl::StatusOr<base::UniqueFd> OpenSocketInNetns(int netns_fd, int domain, int type, int protocol);
 
 // A NETLINK_NETFILTER socket in the network namespace `netns_fd`, bound (auto port id), for

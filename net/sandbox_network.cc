@@ -198,9 +198,7 @@ absl::StatusOr<std::unique_ptr<SandboxNetwork>> SandboxNetwork::StartFromParent(
   ZYGO_RETURN_IF_ERROR(network->InstallFirewallStep(plan));
   ZYGO_RETURN_IF_ERROR(network->StartPastaStep(pid, plan));
   if (pasta_started) pasta_started(network->pasta_pid_);
-  if (plan.mode == SandboxNetMode::kEgress) {
-    ZYGO_RETURN_IF_ERROR(network->StartResolverStep(plan));
-  }
+  ZYGO_RETURN_IF_ERROR(network->StartResolverStep(plan));
   return network;
 }
 
@@ -214,11 +212,12 @@ absl::Status SandboxNetwork::InstallFirewallStep(const SandboxNetworkPlan& plan)
                      netlink.status().message(), "); a sandbox never starts unfiltered"));
   }
   netlink_ = *std::move(netlink);
-  // pasta runs with --no-map-gw, so no address inside reaches the host through it.
-  absl::StatusOr<FirewallPlan> firewall =
-      plan.mode == SandboxNetMode::kEgress
-          ? FirewallPlan::Egress(*IpAddress::Parse(kResolverAddress), {})
-          : FirewallPlan::Full(std::nullopt, {});
+  // pasta runs with --no-map-gw, so no address inside reaches the host through it. Both
+  // modes name Zygo's resolver: the sandbox's resolv.conf points at it.
+  const IpAddress resolver = *IpAddress::Parse(kResolverAddress);
+  absl::StatusOr<FirewallPlan> firewall = plan.mode == SandboxNetMode::kEgress
+                                              ? FirewallPlan::Egress(resolver, {})
+                                              : FirewallPlan::Full(resolver, {});
   if (!firewall.ok()) return firewall.status();
   absl::Status installed = InstallFirewall(netlink_.get(), *firewall);
   if (!installed.ok()) {
@@ -282,11 +281,17 @@ absl::Status SandboxNetwork::StartResolverStep(const SandboxNetworkPlan& plan) {
   for (const UpstreamServer& server : plan.upstream) {
     options.upstream.servers.push_back(DnsServer{server.address, server.port});
   }
-  ZYGO_ASSIGN_OR_RETURN(options.allowlist, Allowlist::Parse(plan.allow));
-  int netlink = netlink_.get();
-  options.admit = [netlink](const IpAddress& ip, uint16_t port, uint32_t ttl) {
-    return AddAllowed(netlink, ip, port, ttl);
-  };
+  if (plan.mode == SandboxNetMode::kEgress) {
+    ZYGO_ASSIGN_OR_RETURN(options.allowlist, Allowlist::Parse(plan.allow));
+    int netlink = netlink_.get();
+    options.admit = [netlink](const IpAddress& ip, uint16_t port, uint32_t ttl) {
+      return AddAllowed(netlink, ip, port, ttl);
+    };
+  } else {
+    // Full mode's firewall has no sets to admit into: public addresses are open, and the
+    // resolver still drops refused answers (rebinding to the LAN or the host).
+    options.names = DnsNamePolicy::kAnyName;
+  }
   ZYGO_ASSIGN_OR_RETURN(resolver_, DnsResolver::Create(std::move(socket), std::move(options)));
   return resolver_->Start();
 }

@@ -1,10 +1,11 @@
 // Runs in the zygo-net helper (net/zygo_net_main.cc), which links libuv, c-ares and
 // libmnl so that `zygo` itself stays static.
 //
-// The network hookup of a one-shot sandbox in --net egress or --net full: from the parent,
-// between clone and the child's "go", install the nftables firewall in the sandbox's
-// network namespace, start pasta on it and, for egress, Zygo's own resolver at
-// 127.0.0.53:53 inside it. Everything it starts is stopped when the object goes away.
+// The network hookup of a sandbox in --net egress or --net full: from the parent, between
+// clone and the child's "go", install the nftables firewall in the sandbox's network
+// namespace, start pasta on it and Zygo's own resolver at 127.0.0.53:53 inside it (egress:
+// allowlisted names only; full: any name). Everything it starts is stopped when the
+// object goes away.
 #ifndef ZYGO_NET_SANDBOX_NETWORK_H_
 #define ZYGO_NET_SANDBOX_NETWORK_H_
 
@@ -45,7 +46,7 @@ class SandboxNetwork {
   // pasta to be gone. Idempotent.
   void Stop();
 
-  // For tests and logs; null before the resolver started and in full mode.
+  // For tests and logs; null before the resolver started.
   const DnsResolver* resolver() const { return resolver_.get(); }
 
  private:

@@ -1,5 +1,7 @@
 #include "net/sandbox_network_plan.h"
 
+#include <errno.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +21,28 @@ namespace {
 
 const char* ModeFlag(SandboxNetMode mode) {
   return mode == SandboxNetMode::kEgress ? "--net egress" : "--net full";
+}
+
+// The resolver's upstream servers: `dns_upstream`, else the resolv.conf's nameservers.
+absl::StatusOr<std::vector<UpstreamServer>> PlanUpstream(const SandboxNetworkRequest& request) {
+  if (!request.dns_upstream.empty()) {
+    absl::StatusOr<UpstreamServer> server = ParseDnsServer(request.dns_upstream);
+    if (!server.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("ZYGO_DNS_UPSTREAM: ", server.status().message()));
+    }
+    return std::vector<UpstreamServer>{*server};
+  }
+  std::ifstream in(request.resolv_conf_path);
+  std::stringstream text;
+  text << in.rdbuf();
+  absl::StatusOr<std::vector<UpstreamServer>> servers = ParseResolvConf(text.str());
+  if (!servers.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        ModeFlag(request.mode), " needs an upstream DNS server: ", request.resolv_conf_path, ": ",
+        servers.status().message()));
+  }
+  return servers;
 }
 
 }  // namespace
@@ -84,31 +108,17 @@ absl::StatusOr<SandboxNetworkPlan> PlanSandboxNetwork(const SandboxNetworkReques
       return absl::InvalidArgumentError(absl::StrCat("--allow: ", allowlist.status().message()));
     }
     for (const AllowEntry& entry : allowlist->entries()) plan.allow.push_back(entry.ToString());
-    if (!request.dns_upstream.empty()) {
-      absl::StatusOr<UpstreamServer> server = ParseDnsServer(request.dns_upstream);
-      if (!server.ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("ZYGO_DNS_UPSTREAM: ", server.status().message()));
-      }
-      plan.upstream = {*server};
-    } else {
-      std::ifstream in(request.resolv_conf_path);
-      std::stringstream text;
-      text << in.rdbuf();
-      absl::StatusOr<std::vector<UpstreamServer>> servers = ParseResolvConf(text.str());
-      if (!servers.ok()) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("--net egress needs an upstream DNS server: ", request.resolv_conf_path,
-                         ": ", servers.status().message()));
-      }
-      plan.upstream = *std::move(servers);
-    }
   }
-  if (geteuid() != 0) {
-    // TODO(issue 4): rootless: have the child open the netlink and resolver sockets and
-    // pass them back over SCM_RIGHTS, and run pasta without --runas.
+  // Both modes: the sandbox's resolv.conf names Zygo's resolver, which asks these.
+  absl::StatusOr<std::vector<UpstreamServer>> upstream = PlanUpstream(request);
+  if (!upstream.ok()) return upstream.status();
+  plan.upstream = *std::move(upstream);
+  if (geteuid() != 0 && access(request.tun_path.c_str(), R_OK | W_OK) != 0) {
+    // Rootless pasta opens the tun device itself; as root it may, whatever the mode.
     return absl::FailedPreconditionError(absl::StrCat(
-        ModeFlag(request.mode), " needs root for now (rootless networking is not done yet)"));
+        ModeFlag(request.mode), " as an ordinary user needs ", request.tun_path,
+        " readable and writable for pasta (", strerror(errno),
+        "); Debian ships it mode 0666, or run as root"));
   }
   if (access(request.pasta_path.c_str(), X_OK) != 0) {
     return absl::FailedPreconditionError(
@@ -156,8 +166,13 @@ absl::StatusOr<SandboxNetworkPlan> SandboxNetworkPlanFromArgs(
   if (!have_mode || plan.pasta_path.empty()) {
     return absl::InvalidArgumentError("--mode and --pasta are required");
   }
-  if (plan.mode == SandboxNetMode::kEgress && (plan.allow.empty() || plan.upstream.empty())) {
-    return absl::InvalidArgumentError("egress needs --allow and --upstream");
+  // Both modes run the resolver; only egress has an allowlist.
+  if (plan.upstream.empty()) return absl::InvalidArgumentError("--upstream is required");
+  if (plan.mode == SandboxNetMode::kEgress && plan.allow.empty()) {
+    return absl::InvalidArgumentError("egress needs --allow");
+  }
+  if (plan.mode == SandboxNetMode::kFull && !plan.allow.empty()) {
+    return absl::InvalidArgumentError("full takes no --allow");
   }
   return plan;
 }

@@ -17,7 +17,7 @@ namespace zygo::net {
 
 enum class SandboxNetMode { kEgress, kFull };
 
-// A DNS server the egress resolver forwards allowed names to.
+// A DNS server the sandbox's resolver forwards names to (egress: allowed names only).
 struct UpstreamServer {
   IpAddress address;
   uint16_t port = 53;
@@ -29,7 +29,9 @@ struct SandboxNetworkRequest {
   SandboxNetMode mode = SandboxNetMode::kEgress;
   std::vector<std::string> allow;  // "HOST:PORT" entries (egress only)
   std::string pasta_path = "/usr/bin/pasta";
-  // Where the resolver's upstream servers come from (egress): the host's resolv.conf's
+  // Rootless pasta opens this itself, so an ordinary user needs it read-write.
+  std::string tun_path = "/dev/net/tun";
+  // Where the resolver's upstream servers come from (both modes): the host's resolv.conf's
   // nameserver lines, unless `dns_upstream` ("IP:PORT", "[IPv6]:PORT" or "IP") is set.
   std::string resolv_conf_path = "/etc/resolv.conf";
   std::string dns_upstream;
@@ -43,8 +45,9 @@ struct SandboxNetworkPlan {
   std::string pasta_path;
 };
 
-// Refuses, each with one line: a bad --allow entry, no upstream DNS server (egress), a
-// rootless caller (not done yet), a missing pasta (naming the passt package).
+// Refuses, each with one line: a bad --allow entry, no upstream DNS server (either mode), a
+// missing pasta (naming the passt package), a rootless caller who cannot open the tun
+// device pasta needs.
 absl::StatusOr<SandboxNetworkPlan> PlanSandboxNetwork(const SandboxNetworkRequest& request);
 
 // The nameserver lines of a resolv.conf, port 53; InvalidArgument when there is none.

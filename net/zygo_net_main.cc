@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
   int pid = 0;
   if (argc < 2 || !absl::SimpleAtoi(argv[1], &pid) || pid <= 1) {
     return Fail(
-        "usage: zygo-net PID --mode=egress|full --pasta=PATH [--allow=E]... [--upstream=S]...");
+        "usage: zygo-net PID --mode=egress|full --pasta=PATH --upstream=S... [--allow=E]...");
   }
   std::vector<std::string> args(argv + 2, argv + argc);
   absl::StatusOr<zygo::net::SandboxNetworkPlan> plan = zygo::net::SandboxNetworkPlanFromArgs(args);

@@ -26,11 +26,11 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "net/internal/test_netns.h"
 #include "security_tests/fake_internet.h"
+#include "security_tests/network_probe.h"
 #include "testing/harness.h"
 
 namespace zygo::testing {
@@ -40,45 +40,6 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
 constexpr char kMarker[] = "ZYGO_NET_TEST_MARKER=c0ffee5a";
-
-// Resolves and connects from inside the sandbox; one line per target:
-// "TARGET connected|timeout|refused|unreachable|nxdomain|noaddr|error ...".
-constexpr char kProbe[] = R"(
-import socket, struct, sys
-for target in sys.argv[1:]:
-    if target.startswith('dns@'):
-        server = target[4:]
-        q = struct.pack('>HHHHHH', 0x1234, 0x0100, 1, 0, 0, 0) + b'\x07allowed\x04test\x00' + struct.pack('>HH', 1, 1)
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        s.settimeout(1.0)
-        try:
-            s.sendto(q, (server, 53))
-            s.recvfrom(512)
-            print(target, 'answered')
-        except socket.timeout:
-            print(target, 'timeout')
-        except OSError as e:
-            print(target, 'error', e.errno)
-        continue
-    if target == 'interfaces':
-        print(target, ','.join(sorted(name for _, name in socket.if_nameindex())))
-        continue
-    host, port = target.rsplit(':', 1)
-    try:
-        infos = socket.getaddrinfo(host, int(port), socket.AF_INET, socket.SOCK_STREAM)
-    except socket.gaierror as e:
-        print(target, 'nxdomain' if e.errno == socket.EAI_NONAME else 'noaddr')
-        continue
-    try:
-        socket.create_connection(infos[0][4], timeout=1.0).close()
-        print(target, 'connected')
-    except socket.timeout:
-        print(target, 'timeout')
-    except ConnectionRefusedError:
-        print(target, 'refused')
-    except OSError as e:
-        print(target, 'unreachable' if e.errno in (101, 113) else 'error %d' % e.errno)
-)";
 
 class NetworkEscapeTest : public ::testing::Test {
  protected:
@@ -117,17 +78,13 @@ class NetworkEscapeTest : public ::testing::Test {
   std::map<std::string, std::string> Probe(const std::vector<std::string>& flags,
                                            const std::vector<std::string>& targets,
                                            RunResult* raw = nullptr) {
-    std::vector<std::string> argv = {"/usr/bin/python3", "-c", kProbe};
+    std::vector<std::string> argv = {"/usr/bin/python3", "-c", kNetworkProbe};
     argv.insert(argv.end(), targets.begin(), targets.end());
     RunOptions options;
     options.env = {absl::StrCat("ZYGO_DNS_UPSTREAM=", kDnsServer, ":53"), kMarker};
     RunResult result = RunZygo(flags, "host", argv, options);
     EXPECT_EQ(result.exit_code, 0) << result.err;
-    std::map<std::string, std::string> verdicts;
-    for (absl::string_view line : absl::StrSplit(result.out, '\n', absl::SkipEmpty())) {
-      std::pair<std::string, std::string> kv = absl::StrSplit(line, absl::MaxSplits(' ', 1));
-      verdicts[kv.first] = kv.second;
-    }
+    std::map<std::string, std::string> verdicts = ParseProbeVerdicts(result.out);
     // Every run leaves nothing behind: no pasta (it carries the marker in its
     // environment), no resolver helper, no cgroup.
     EXPECT_THAT(ProcessesMatching(kMarker), IsEmpty());
@@ -180,6 +137,28 @@ TEST_F(NetworkEscapeTest, FullReachesPublicAddressesButNotPrivateOnes) {
   EXPECT_EQ(v["169.254.169.254:80"], "timeout");
 }
 
+// Names resolve in full mode through Zygo's resolver (the machine's own resolv.conf names
+// a nameserver the sandbox could not reach), any name, but never to a private address.
+TEST_F(NetworkEscapeTest, FullResolvesAnyNameButNeverToAPrivateAddress) {
+  FakeDns& dns = internet_->dns();
+  const int allowed_before = dns.QueriesFor("allowed.test");
+  const int other_before = dns.QueriesFor("other.test");
+  const int rebind_before = dns.QueriesFor("rebind.test");
+  std::map<std::string, std::string> v = Probe(
+      {"--net", "full"},
+      {"resolv", "allowed.test:8080", "other.test:8080", "rebind.test:8080", "dns@127.0.0.53"});
+  EXPECT_EQ(v["resolv"], "127.0.0.53");
+  // The controls: both names resolve through the upstream and their addresses connect.
+  EXPECT_EQ(v["allowed.test:8080"], "connected");
+  EXPECT_EQ(v["other.test:8080"], "connected");
+  EXPECT_GT(dns.QueriesFor("allowed.test"), allowed_before);
+  EXPECT_GT(dns.QueriesFor("other.test"), other_before);
+  EXPECT_EQ(v["dns@127.0.0.53"], "answered");
+  // The upstream answered 10.0.0.5; the resolver dropped it (DNS rebinding).
+  EXPECT_EQ(v["rebind.test:8080"], "noaddr");
+  EXPECT_GT(dns.QueriesFor("rebind.test"), rebind_before);
+}
+
 TEST_F(NetworkEscapeTest, NoneHasOnlyLoopback) {
   std::map<std::string, std::string> v =
       Probe({"--net", "none"}, {"interfaces", "198.51.100.20:8080"});
@@ -200,7 +179,9 @@ TEST_F(NetworkEscapeTest, HostNeedsAllowHostNet) {
 
 TEST_F(NetworkEscapeTest, MissingPastaRefusesWithOneLine) {
   RunOptions options;
-  options.env = {"ZYGO_PASTA=/nonexistent/pasta", kMarker};
+  // An upstream, so the refusal cannot come from a host resolv.conf without nameservers.
+  options.env = {"ZYGO_PASTA=/nonexistent/pasta",
+                 absl::StrCat("ZYGO_DNS_UPSTREAM=", kDnsServer, ":53"), kMarker};
   RunResult result = RunZygo({"--net", "full"}, "host", {"/bin/true"}, options);
   EXPECT_EQ(result.exit_code, 125);
   EXPECT_THAT(result.err, HasSubstr("passt"));

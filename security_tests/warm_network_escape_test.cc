@@ -323,6 +323,7 @@ class WarmNetworkEscapeTest : public ::testing::Test {
 
   void EgressRound(const std::string& function);
   void FullRound(const std::string& function);
+  void FullDnsRound(const std::string& function);
   void StopAndExpectNothingLeft(size_t functions);
 
   static inline FakeInternet* internet_ = nullptr;
@@ -373,6 +374,27 @@ void WarmNetworkEscapeTest::EgressRound(const std::string& function) {
   ExpectNoIcmp(function, kOtherAddress);
 }
 
+// Names through the sandbox's resolv.conf, which names Zygo's resolver at 127.0.0.53 (the
+// machine's own resolv.conf names a nameserver no sandbox reaches): any name resolves
+// through the upstream and connects; a name answering a LAN address gets no address.
+void WarmNetworkEscapeTest::FullDnsRound(const std::string& function) {
+  FakeDns& dns = internet_->dns();
+  const int other_before = dns.QueriesFor("other.test");
+  const int rebind_before = dns.QueriesFor("rebind.test");
+  nlohmann::json resolved;
+  EXPECT_EQ(Attempt(function, Resolve("allowed.test"), &resolved), "ok");
+  EXPECT_EQ(resolved["addresses"], nlohmann::json::array({kAllowedAddress}));
+  EXPECT_EQ(Attempt(function, Resolve("other.test"), &resolved), "ok");
+  EXPECT_EQ(resolved["addresses"], nlohmann::json::array({kOtherAddress}));
+  EXPECT_GT(dns.QueriesFor("other.test"), other_before);
+  EXPECT_EQ(Attempt(function, Connect("allowed.test", 8080)), "connected");
+  EXPECT_EQ(Attempt(function, Connect("other.test", 8080)), "connected");
+  EXPECT_EQ(Attempt(function, Dns("127.0.0.53", "allowed.test")), "answered");
+  // The upstream was asked and answered 10.0.0.5; the resolver dropped it.
+  EXPECT_EQ(Attempt(function, Resolve("rebind.test")), "EAI_NODATA");
+  EXPECT_GT(dns.QueriesFor("rebind.test"), rebind_before);
+}
+
 // Every attempt once, against a function with net.mode = "full".
 void WarmNetworkEscapeTest::FullRound(const std::string& function) {
   const int direct_before = internet_->other_dns().QueriesFor("direct.test");
@@ -383,6 +405,7 @@ void WarmNetworkEscapeTest::FullRound(const std::string& function) {
   internet_->Drain();
   EXPECT_EQ(Attempt(function, Udp(kOtherAddress, 8080)), "sent");
   EXPECT_TRUE(internet_->UdpArrived(kOtherAddress));
+  FullDnsRound(function);
   // Private and link-local ranges stay closed.
   EXPECT_EQ(Attempt(function, Connect(kLanAddress, 8080)), "timeout");
   EXPECT_EQ(Attempt(function, Connect(kMetadataAddress, 80)), "timeout");
