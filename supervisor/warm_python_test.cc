@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -349,6 +350,42 @@ TEST_F(WarmPythonTest, RuntimePoolRunsScriptsByDigest) {
   EXPECT_EQ(Result(Call("pool", "2", *second)), nlohmann::json::parse(R"(["second", 2])"));
   EXPECT_TRUE(absl::IsNotFound(Call("pool", "3", "sha256:" + std::string(64, 'a')).status));
   EXPECT_TRUE(absl::IsInvalidArgument(Call("pool", "3").status)) << "a pool call names a script";
+}
+
+// A pool compiles a script once: the first child sends its bytecode back before running it,
+// and later children load that instead. The compiler's SyntaxWarning is the witness: it is
+// printed only where the source is compiled.
+TEST_F(WarmPythonTest, RuntimePoolCompilesAScriptOnce) {
+  Up("name = \"pool\"\npool = true\n");
+  auto script = service_->PutScript(
+      "assert (1, 'always true')\n"
+      "def handler(event):\n"
+      "    if event == 'raise':\n"
+      "        raise ValueError('from the handler')\n"
+      "    return [event, handler.__code__.co_filename]\n");
+  ASSERT_TRUE(script.ok()) << script.status();
+  const nlohmann::json filename = *script + ".py";
+  ExecReply first = Call("pool", "1", *script);
+  ASSERT_TRUE(first.ok) << first.status << " " << first.error_message;
+  EXPECT_EQ(Result(first), nlohmann::json::array({1, filename}));
+  EXPECT_TRUE(absl::StrContains(first.stderr_data, "SyntaxWarning")) << first.stderr_data;
+  for (int i = 2; i <= 3; ++i) {
+    ExecReply again = Call("pool", absl::StrCat(i), *script);
+    ASSERT_TRUE(again.ok) << again.status << " " << again.error_message;
+    EXPECT_EQ(Result(again), nlohmann::json::array({i, filename}));
+    EXPECT_FALSE(absl::StrContains(again.stderr_data, "SyntaxWarning")) << again.stderr_data;
+  }
+  // Loaded from bytecode, its tracebacks still name the script.
+  ExecReply raised = Call("pool", "\"raise\"", *script);
+  EXPECT_FALSE(raised.ok);
+  EXPECT_EQ(raised.error_type, "ValueError");
+  EXPECT_TRUE(absl::StrContains(raised.traceback, *script + ".py")) << raised.traceback;
+  // Another script is compiled on its own.
+  auto other = service_->PutScript("assert (2, 'also true')\ndef handler(event):\n    return 2\n");
+  ASSERT_TRUE(other.ok());
+  ExecReply second_script = Call("pool", "0", *other);
+  EXPECT_EQ(Result(second_script), 2);
+  EXPECT_TRUE(absl::StrContains(second_script.stderr_data, "SyntaxWarning"));
 }
 
 }  // namespace

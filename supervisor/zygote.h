@@ -30,6 +30,7 @@
 #include "core/plan.h"
 #include "net/sandbox_network_plan.h"
 #include "supervisor/cancel_signal.h"
+#include "supervisor/script_bytecode_cache.h"
 #include "supervisor/service.h"
 
 namespace zygo::supervisor {
@@ -59,6 +60,9 @@ struct SpareRequest {
 
 class Zygote {
  public:
+  // Per pool zygote: thousands of small scripts fit; the oldest go first beyond it.
+  static constexpr size_t kMaxBytecodeCacheBytes = 64 << 20;
+
   // Starts the sandbox and waits until the agent says Hello (warm) or fails; the error
   // carries the end of what the agent printed (an import error's traceback, say).
   static absl::StatusOr<std::unique_ptr<Zygote>> Start(ZygoteConfig config);
@@ -126,6 +130,8 @@ class Zygote {
   // were most of the supervisor's own CPU time under load.
   std::vector<std::unique_ptr<core::Cgroup>> free_cgroups_;
   std::string log_tail_;                 // the end of the agent's own output
+  // A pool's scripts as its spares compiled them (supervisor/script_bytecode_cache.h).
+  ScriptBytecodeCache bytecode_{kMaxBytecodeCacheBytes};
   std::atomic<bool> dead_{false};
   std::atomic<bool> stopping_{false};
 };

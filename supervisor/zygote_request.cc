@@ -62,13 +62,16 @@ enum class Ending { kDone, kFailed, kChildGone, kTimeout, kCancelled, kProtocolE
 
 struct Answer {
   Ending ending = Ending::kChildGone;
+  std::string compiled;  // a pool script's bytecode, when the child sent Compiled
   wire::DoneMessage done;
   wire::FailedMessage failed;
   std::string protocol_error;
 };
 
-// Waits on the spare's channel for Done or Failed until `deadline` or a cancel.
-Answer AwaitAnswer(int channel, const CancelSignal& cancel, Clock::time_point deadline) {
+// Waits on the spare's channel for Done or Failed until `deadline` or a cancel. A
+// Compiled before them is taken only when the Run carried source (`sent_code`).
+Answer AwaitAnswer(int channel, const CancelSignal& cancel, Clock::time_point deadline,
+                   bool sent_code) {
   Answer answer;
   for (;;) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
@@ -91,7 +94,14 @@ Answer AwaitAnswer(int channel, const CancelSignal& cancel, Clock::time_point de
       answer.protocol_error = std::string(frame.status().message());
       return answer;
     }
-    if (frame->frame.type == wire::MessageType::kDone) {
+    if (frame->frame.type == wire::MessageType::kCompiled && sent_code &&
+        answer.compiled.empty()) {
+      absl::StatusOr<wire::CompiledMessage> compiled = wire::DecodeCompiled(*frame);
+      if (compiled.ok()) {
+        answer.compiled = std::move(compiled->bytecode);
+        continue;
+      }
+    } else if (frame->frame.type == wire::MessageType::kDone) {
       absl::StatusOr<wire::DoneMessage> done = wire::DecodeDone(*frame);
       if (done.ok()) {
         answer.ending = Ending::kDone;
@@ -194,15 +204,28 @@ void Zygote::Run(const SpareRequest& request, const CancelSignal& cancel,
   const int in = spare->stdio[0].get(), out = spare->stdio[1].get(), err = spare->stdio[2].get();
   absl::Status sent = FillStdin(in, request.stdin_data);
   const auto sent_at = Clock::now();
+  bool sent_code = false;
   if (sent.ok()) {
     wire::RunMessage run;
     run.request_id = request.request_id;
     run.entry = request.entry;
-    run.code = request.code;
     run.event = request.event;
     run.deadline_ms = static_cast<uint64_t>(std::max<int64_t>(1, request.timeout_ms));
     run.fd_layout = wire::FdLayout::kStdio;
-    absl::StatusOr<wire::Frame> frame = wire::Encode(run);
+    absl::StatusOr<wire::Frame> frame = absl::UnknownError("not encoded");
+    if (!request.code.empty()) {
+      std::optional<std::string> bytecode = bytecode_.Find(request.entry);
+      if (bytecode.has_value()) {
+        run.bytecode = *std::move(bytecode);
+        frame = wire::Encode(run);
+      }
+    }
+    if (!frame.ok()) {  // No bytecode yet, or it does not fit beside the event: the source.
+      run.bytecode.clear();
+      run.code = request.code;
+      frame = wire::Encode(run);
+      sent_code = !run.code.empty();
+    }
     sent = frame.ok() ? wire::SendFrame(spare->channel.get(), *frame, {in, out, err})
                       : frame.status();
   }
@@ -214,7 +237,8 @@ void Zygote::Run(const SpareRequest& request, const CancelSignal& cancel,
     return;
   }
 
-  Answer answer = AwaitAnswer(spare->channel.get(), cancel, deadline);
+  Answer answer = AwaitAnswer(spare->channel.get(), cancel, deadline, sent_code);
+  if (!answer.compiled.empty()) bytecode_.Add(request.entry, std::move(answer.compiled));
   auto answered_at = Clock::now();
   if (answer.ending == Ending::kTimeout || answer.ending == Ending::kCancelled ||
       answer.ending == Ending::kProtocolError) {

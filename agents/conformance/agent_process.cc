@@ -1,4 +1,4 @@
-// Starting an agent subprocess and the supervisor's half of the v2 exchanges.
+// Starting an agent subprocess and the supervisor's half of the v3 exchanges.
 #include "agents/conformance/agent_process.h"
 
 #include <errno.h>
@@ -138,13 +138,23 @@ std::string AgentProcess::Stderr() const {
 }
 
 absl::StatusOr<wire::ReceivedFrame> RunOn(Spare& spare, const wire::RunMessage& run,
-                                          absl::Span<const int> fds) {
+                                          absl::Span<const int> fds, std::string* compiled) {
   absl::StatusOr<wire::Frame> frame = wire::Encode(run);
   if (!frame.ok()) return frame.status();
   if (absl::Status status = wire::SendFrame(spare.channel.get(), *frame, fds); !status.ok()) {
     return status;
   }
-  return wire::ReceiveFrame(spare.channel.get(), kFrameTimeout);
+  for (bool first = true;; first = false) {
+    absl::StatusOr<wire::ReceivedFrame> reply =
+        wire::ReceiveFrame(spare.channel.get(), kFrameTimeout);
+    if (!reply.ok() || reply->frame.type != wire::MessageType::kCompiled) return reply;
+    if (run.code.empty() || !first) {
+      return absl::InvalidArgumentError("Compiled, but not once and first after a Run with code");
+    }
+    absl::StatusOr<wire::CompiledMessage> message = wire::DecodeCompiled(*reply);
+    if (!message.ok()) return message.status();
+    if (compiled != nullptr) *compiled = std::move(message->bytecode);
+  }
 }
 
 uint64_t NextSpareId() {

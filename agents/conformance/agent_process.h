@@ -1,6 +1,6 @@
 // The supervisor's side of an agent, for the conformance suite: starts an agent binary as
 // a plain subprocess on a zygote channel (supervisor end with SO_PASSCRED), and speaks the
-// v2 protocol to it: Hello, Spawn -> Forked, Run on a child channel, Done(spare).
+// v3 protocol to it: Hello, Spawn -> Forked, Run on a child channel, Done(spare).
 #ifndef ZYGO_AGENTS_CONFORMANCE_AGENT_PROCESS_H_
 #define ZYGO_AGENTS_CONFORMANCE_AGENT_PROCESS_H_
 
@@ -84,9 +84,11 @@ class AgentProcess {
 };
 
 // Sends `run` on the spare's child channel with `fds`, and returns the child's answer
-// (Done, Failed or Error), or kUnavailable if the child hung up without one.
+// (Done, Failed or Error), or kUnavailable if the child hung up without one. A Compiled
+// before it (allowed only for a Run with code) goes to `compiled` when given.
 absl::StatusOr<wire::ReceivedFrame> RunOn(Spare& spare, const wire::RunMessage& run,
-                                          absl::Span<const int> fds = {});
+                                          absl::Span<const int> fds = {},
+                                          std::string* compiled = nullptr);
 
 // A unique, non-zero spare id per call in this process; distinct across processes too,
 // since the agents' temp dirs (/tmp/zygo-req-<id>) share the host's /tmp in this suite.

@@ -1,5 +1,5 @@
 // The agent conformance suite: every agent (today zygo-agent-python) runs as a plain
-// subprocess on a zygote channel and must speak protocol v2 the same way: Hello; Spawn ->
+// subprocess on a zygote channel and must speak protocol v3 the same way: Hello; Spawn ->
 // Forked from a real child with one fd; Run -> Done/Failed; Done(spare) after the reap;
 // per-spare reseeding, temp dirs and Landlock scoping; EOF -> exit.
 #include <fcntl.h>
@@ -86,7 +86,7 @@ class ConformanceTest : public ::testing::TestWithParam<AgentKind> {
     absl::StatusOr<wire::HelloMessage> hello = wire::DecodeHello(*frame);
     ASSERT_TRUE(hello.ok()) << hello.status();
     EXPECT_EQ(hello->agent_kind, GetParam().name);
-    EXPECT_EQ(hello->protocol_version, 2u);
+    EXPECT_EQ(hello->protocol_version, 3u);
     EXPECT_EQ(hello->pid, agent_->pid());  // Same pid namespace in this suite.
     EXPECT_EQ(frame->sender_pid, agent_->pid());
   }
@@ -101,9 +101,10 @@ class ConformanceTest : public ::testing::TestWithParam<AgentKind> {
   // Runs `run` on a new spare; returns the child's answer and checks the zygote then
   // reports the spare reaped with `exit_code`.
   wire::ReceivedFrame RunOnNewSpare(const wire::RunMessage& run, int exit_code,
-                                    absl::Span<const int> fds = {}) {
+                                    absl::Span<const int> fds = {},
+                                    std::string* compiled = nullptr) {
     Spare spare = SpawnSpare();
-    absl::StatusOr<wire::ReceivedFrame> reply = RunOn(spare, run, fds);
+    absl::StatusOr<wire::ReceivedFrame> reply = RunOn(spare, run, fds, compiled);
     EXPECT_TRUE(reply.ok()) << reply.status() << "\nstderr: " << agent_->Stderr();
     ExpectReaped(spare.id, exit_code);
     return reply.ok() ? std::move(*reply) : wire::ReceivedFrame{};
@@ -362,7 +363,21 @@ TEST_P(ConformanceTest, PoolRunsTheCodeItIsGiven) {
   wire::RunMessage run = MakeRun(R"({"x": 21})");
   run.entry = "sha256-0123abcd";
   run.code = GetParam().pool_script;
-  EXPECT_EQ(ResultOf(RunOnNewSpare(run, 0)), R"({"doubled":42})");
+  std::string compiled;
+  EXPECT_EQ(ResultOf(RunOnNewSpare(run, 0, {}, &compiled)), R"({"doubled":42})");
+  // An agent may send the script's bytecode first (the python agent does); given back to
+  // another spare instead of the source, it runs the same.
+  if (GetParam().name == "python") {
+    EXPECT_FALSE(compiled.empty());
+  }
+  if (!compiled.empty()) {
+    wire::RunMessage from_bytecode = run;
+    from_bytecode.code.clear();
+    from_bytecode.bytecode = compiled;
+    std::string again;
+    EXPECT_EQ(ResultOf(RunOnNewSpare(from_bytecode, 0, {}, &again)), R"({"doubled":42})");
+    EXPECT_EQ(again, "") << "no Compiled for a Run that carried bytecode";
+  }
 
   run.code = GetParam().pool_script_raising;
   const wire::FailedMessage failed = FailedOf(RunOnNewSpare(run, 1));

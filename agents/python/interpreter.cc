@@ -33,6 +33,14 @@ absl::StatusOr<Interpreter> Interpreter::Start(const PythonApi& api) {
   PyRef os(api, api.PyImport_ImportModule("os"));
   if (os) interpreter.os_environ_ = PyRef(api, api.PyObject_GetAttrString(os.get(), "environ"));
   if (!interpreter.os_environ_) return interpreter.StartupError("cannot import os");
+  PyRef marshal(api, api.PyImport_ImportModule("marshal"));
+  if (marshal) {
+    interpreter.marshal_dumps_ = PyRef(api, api.PyObject_GetAttrString(marshal.get(), "dumps"));
+    interpreter.marshal_loads_ = PyRef(api, api.PyObject_GetAttrString(marshal.get(), "loads"));
+  }
+  if (!interpreter.marshal_dumps_ || !interpreter.marshal_loads_) {
+    return interpreter.StartupError("cannot import marshal");
+  }
   return interpreter;
 }
 
@@ -91,7 +99,33 @@ absl::Status Interpreter::ImportModules(const std::vector<std::string>& modules)
   return absl::OkStatus();
 }
 
-CallResult Interpreter::LoadScript(const std::string& code, const std::string& filename) {
+CallResult Interpreter::CompileScript(const std::string& code, const std::string& filename) {
+  PyRef compiled(*api_, api_->Py_CompileString(code.c_str(), filename.c_str(), Py_file_input));
+  if (!compiled) return TakeError();
+  return compiled;
+}
+
+absl::StatusOr<std::string> Interpreter::DumpCode(PyObject* code) {
+  PyRef bytes(*api_, api_->PyObject_CallFunctionObjArgs(marshal_dumps_.get(), code, nullptr));
+  char* data = nullptr;
+  Py_ssize_t size = 0;
+  if (!bytes || api_->PyBytes_AsStringAndSize(bytes.get(), &data, &size) != 0) {
+    api_->PyErr_Clear();
+    return absl::InternalError("marshal.dumps(code) failed");
+  }
+  return std::string(data, static_cast<size_t>(size));
+}
+
+CallResult Interpreter::LoadCode(const std::string& bytes) {
+  PyRef data(*api_, api_->PyBytes_FromStringAndSize(bytes.data(),
+                                                    static_cast<Py_ssize_t>(bytes.size())));
+  if (!data) return TakeError();
+  PyRef code(*api_, api_->PyObject_CallFunctionObjArgs(marshal_loads_.get(), data.get(), nullptr));
+  if (!code) return TakeError();
+  return code;
+}
+
+CallResult Interpreter::RunScript(PyObject* code, const std::string& filename) {
   const PythonApi& api = *api_;
   PyRef module(api, api.PyModule_New(std::string(absl::StripSuffix(filename, ".py")).c_str()));
   if (!module) return TakeError();
@@ -101,9 +135,7 @@ CallResult Interpreter::LoadScript(const std::string& code, const std::string& f
       api.PyDict_SetItemString(globals, "__file__", file.get()) != 0) {
     return TakeError();
   }
-  PyRef compiled(api, api.Py_CompileString(code.c_str(), filename.c_str(), Py_file_input));
-  if (!compiled) return TakeError();
-  PyRef executed(api, api.PyEval_EvalCode(compiled.get(), globals, globals));
+  PyRef executed(api, api.PyEval_EvalCode(code, globals, globals));
   if (!executed) return TakeError();
   PyObject* handler = api.PyDict_GetItemString(globals, "handler");  // Borrowed.
   if (handler == nullptr || !api.PyCallable_Check(handler)) {
@@ -111,6 +143,18 @@ CallResult Interpreter::LoadScript(const std::string& code, const std::string& f
                        ""};
   }
   return PyRef::Borrow(api, handler);
+}
+
+absl::Status Interpreter::FreezeHeap() {
+  const PythonApi& api = *api_;
+  PyRef gc(api, api.PyImport_ImportModule("gc"));
+  if (!gc) return StartupError("cannot import gc");
+  for (const char* step : {"collect", "freeze"}) {
+    PyRef call(api, api.PyObject_GetAttrString(gc.get(), step));
+    PyRef done(api, call ? api.PyObject_CallObject(call.get(), nullptr) : nullptr);
+    if (!done) return StartupError(absl::StrCat("gc.", step, "() failed"));
+  }
+  return absl::OkStatus();
 }
 
 CallResult Interpreter::Call(PyObject* handler, PyObject* event) {

@@ -104,6 +104,7 @@ absl::Status Serve(const Flags& flags) {
     if (!imported.ok()) return imported.status();
     function = std::move(*imported);
   }
+  if (absl::Status status = interpreter->FreezeHeap(); !status.ok()) return status;
   interpreter->FlushStdio();
   absl::StatusOr<wire::Frame> hello =
       wire::Encode(wire::HelloMessage{"python", wire::kProtocolVersion, ::getpid()});

@@ -43,7 +43,8 @@ namespace zygo::agents::python {
   X(PyUnicode_AsUTF8String)       \
   X(PyUnicode_AsEncodedString)    \
   X(PyUnicode_Join)               \
-  X(PyBytes_AsStringAndSize)      \
+  X(PyBytes_AsStringAndSize)       \
+  X(PyBytes_FromStringAndSize)      \
   X(PyLong_FromLongLong)          \
   X(PyLong_FromUnsignedLongLong)  \
   X(PyLong_FromString)            \

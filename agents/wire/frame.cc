@@ -24,7 +24,7 @@ uint64_t GetLe(absl::string_view in, size_t offset, int bytes) {
 
 bool IsKnownMessageType(uint16_t raw) {
   return raw >= static_cast<uint16_t>(MessageType::kHello) &&
-         raw <= static_cast<uint16_t>(MessageType::kFailed);
+         raw <= static_cast<uint16_t>(MessageType::kCompiled);
 }
 
 const char* MessageTypeName(MessageType type) {
@@ -47,6 +47,8 @@ const char* MessageTypeName(MessageType type) {
       return "Pong";
     case MessageType::kFailed:
       return "Failed";
+    case MessageType::kCompiled:
+      return "Compiled";
   }
   return "Unknown";
 }

@@ -16,7 +16,7 @@ namespace zygo::wire {
 
 // The bytes "ZYGO" as they appear on the wire, read as a little-endian u32.
 inline constexpr uint32_t kMagic = 0x4F47595A;
-inline constexpr uint16_t kProtocolVersion = 2;
+inline constexpr uint16_t kProtocolVersion = 3;
 inline constexpr size_t kHeaderSize = 24;
 // One frame is one SOCK_SEQPACKET datagram; the default unix socket buffer (wmem_default,
 // 212992 bytes) holds it whole, so 128 KiB of payload never needs a sysctl.
@@ -33,7 +33,7 @@ inline constexpr uint32_t kFlagsFdCountMask = 0xFF;
 // zygote agent) and one child channel per forked spare (supervisor <-> that child).
 enum class MessageType : uint16_t {
   kHello = 1,   // zygote -> supervisor: kind, protocol version, pid.
-  kRun = 2,     // supervisor -> child: entry, event, deadline, code; fds per FdLayout.
+  kRun = 2,     // supervisor -> child: entry, event, deadline, code or bytecode; fds.
   kForked = 3,  // child -> supervisor over the zygote channel: pid + the child channel's fd.
   kSpawn = 4,   // supervisor -> zygote: fork one spare ahead of demand.
   kDone = 5,    // child: the result; zygote: a spare was reaped (exit status).
@@ -41,6 +41,7 @@ enum class MessageType : uint16_t {
   kPing = 7,    // liveness probe; request_id is the nonce.
   kPong = 8,    // answer to kPing with the same request_id.
   kFailed = 9,  // child -> supervisor: the handler raised (type, message, traceback).
+  kCompiled = 10,  // child -> supervisor: a pool script's bytecode, before it runs.
 };
 
 // Returns true for the values listed in MessageType.

@@ -18,11 +18,13 @@ enum : uint16_t {
   kRunDeadlineMs = 3,
   kRunFdLayout = 4,
   kRunCode = 5,
+  kRunBytecode = 6,
 };
 enum : uint16_t { kForkedPid = 1 };
 enum : uint16_t { kDoneExitKind = 1, kDoneExitCode = 2, kDoneResult = 3 };
 enum : uint16_t { kErrorCode = 1, kErrorMessage = 2 };
 enum : uint16_t { kFailedErrorType = 1, kFailedMessage = 2, kFailedTraceback = 3 };
+enum : uint16_t { kCompiledBytecode = 1 };
 
 constexpr FieldSpec kHelloSchema[] = {
     {kHelloAgentKind, FieldKind::kBytes, kMaxAgentKindSize, true},
@@ -35,6 +37,10 @@ constexpr FieldSpec kRunSchema[] = {
     {kRunDeadlineMs, FieldKind::kU64, 8, true},
     {kRunFdLayout, FieldKind::kU64, 8, true},
     {kRunCode, FieldKind::kBytes, kMaxPayloadSize, false},
+    {kRunBytecode, FieldKind::kBytes, kMaxPayloadSize, false},
+};
+constexpr FieldSpec kCompiledSchema[] = {
+    {kCompiledBytecode, FieldKind::kBytes, kMaxPayloadSize, true},
 };
 constexpr FieldSpec kForkedSchema[] = {{kForkedPid, FieldKind::kU64, 8, true}};
 constexpr FieldSpec kDoneSchema[] = {
@@ -104,6 +110,9 @@ absl::Status ValidateRun(const RunMessage& m) {
   }
   if (m.deadline_ms == 0 || m.deadline_ms > kMaxDeadlineMs) {
     return Invalid(MessageType::kRun, absl::StrCat("deadline ", m.deadline_ms, " ms out of range"));
+  }
+  if (!m.code.empty() && !m.bytecode.empty()) {
+    return Invalid(MessageType::kRun, "code and bytecode are exclusive");
   }
   switch (m.fd_layout) {
     case FdLayout::kNone:
@@ -209,6 +218,7 @@ absl::StatusOr<Frame> Encode(const RunMessage& m) {
   writer.AddU64(kRunDeadlineMs, m.deadline_ms);
   writer.AddU64(kRunFdLayout, static_cast<uint64_t>(m.fd_layout));
   if (!m.code.empty()) writer.AddBytes(kRunCode, m.code);
+  if (!m.bytecode.empty()) writer.AddBytes(kRunBytecode, m.bytecode);
   return CheckedFrame(MakeFrame(MessageType::kRun, m.request_id, writer.Finish()));
 }
 
@@ -247,6 +257,13 @@ absl::StatusOr<Frame> Encode(const FailedMessage& m) {
   if (!m.message.empty()) writer.AddBytes(kFailedMessage, m.message);
   if (!m.traceback.empty()) writer.AddBytes(kFailedTraceback, m.traceback);
   return CheckedFrame(MakeFrame(MessageType::kFailed, m.request_id, writer.Finish()));
+}
+
+absl::StatusOr<Frame> Encode(const CompiledMessage& m) {
+  ZYGO_RETURN_IF_ERROR(CheckRequestId(MessageType::kCompiled, m.request_id));
+  if (m.bytecode.empty()) return Invalid(MessageType::kCompiled, "no bytecode");
+  return CheckedFrame(MakeFrame(MessageType::kCompiled, m.request_id,
+                                FieldWriter().AddBytes(kCompiledBytecode, m.bytecode).Finish()));
 }
 
 absl::StatusOr<Frame> Encode(const PingMessage& m) {
@@ -290,6 +307,7 @@ absl::StatusOr<RunMessage> DecodeRun(const ReceivedFrame& received) {
   m.deadline_ms = *reader.U64(kRunDeadlineMs);
   m.fd_layout = static_cast<FdLayout>(layout);
   m.code = std::string(reader.Bytes(kRunCode).value_or(""));
+  m.bytecode = std::string(reader.Bytes(kRunBytecode).value_or(""));
   ZYGO_RETURN_IF_ERROR(CheckFrame(received, MessageType::kRun, FdCount(m.fd_layout)));
   ZYGO_RETURN_IF_ERROR(ValidateRun(m));
   return m;
@@ -372,6 +390,15 @@ absl::StatusOr<PongMessage> DecodePong(const ReceivedFrame& received) {
   ZYGO_RETURN_IF_ERROR(CheckFrame(received, MessageType::kPong, 0));
   ZYGO_RETURN_IF_ERROR(FieldReader::Parse(received.frame.payload, {}).status());
   return PongMessage{received.frame.request_id};
+}
+
+absl::StatusOr<CompiledMessage> DecodeCompiled(const ReceivedFrame& received) {
+  ZYGO_RETURN_IF_ERROR(CheckFrame(received, MessageType::kCompiled, 0));
+  ZYGO_ASSIGN_OR_RETURN(FieldReader reader,
+                        FieldReader::Parse(received.frame.payload, kCompiledSchema));
+  ZYGO_RETURN_IF_ERROR(CheckRequestId(MessageType::kCompiled, received.frame.request_id));
+  return CompiledMessage{received.frame.request_id,
+                         std::string(*reader.Bytes(kCompiledBytecode))};
 }
 
 }  // namespace zygo::wire

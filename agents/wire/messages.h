@@ -2,13 +2,14 @@
 // builds a Frame; each Decode checks the frame's type, fd count and request id, then parses
 // the payload strictly (see fields.h). Decoders take untrusted input and never crash on it.
 //
-// Protocol v2 has two kinds of channel (both SOCK_SEQPACKET socketpairs):
+// Protocol v3 has two kinds of channel (both SOCK_SEQPACKET socketpairs):
 //   zygote channel (supervisor <-> zygote agent):  zygote: Hello;  supervisor: Spawn(spare);
 //     the forked CHILD itself: Forked(spare, pid, +1 fd: the supervisor's end of a new child
 //     channel), so SCM_CREDENTIALS name the child;  zygote, once it reaped the child:
 //     Done(spare, exit status). EOF from the supervisor: the zygote exits.
 //   child channel (supervisor <-> one spare):  supervisor: Run(request, +fds);  child:
-//     Done(result, exit 0) or Failed(type, message, traceback, exit 1).
+//     Done(result, exit 0) or Failed(type, message, traceback, exit 1); a pool child given
+//     a script's source may first send Compiled(bytecode), made before any of it ran.
 // Either side may send Error instead of its next message; Ping/Pong check liveness.
 #ifndef ZYGO_AGENTS_WIRE_MESSAGES_H_
 #define ZYGO_AGENTS_WIRE_MESSAGES_H_
@@ -59,6 +60,18 @@ struct RunMessage {
   uint64_t deadline_ms = 0;  // 1..kMaxDeadlineMs, relative to receipt.
   FdLayout fd_layout = FdLayout::kNone;
   std::string code;  // Optional: a runtime pool's script source; empty when absent.
+  // Optional, exclusive with `code`: the script as a Compiled message from a child of the
+  // same zygote carried it (opaque to the protocol; the agent that made it reads it).
+  std::string bytecode;
+};
+
+// child -> supervisor (child channel), optional, before Done/Failed: the Run's `code`
+// compiled, sent before the script's module body ran or the event was decoded, so it
+// depends on that source alone. The supervisor may send it back as Run.bytecode for the
+// same script on this zygote's later spares, which then skip the compiler.
+struct CompiledMessage {
+  uint64_t request_id = 0;
+  std::string bytecode;  // 1..kMaxPayloadSize bytes.
 };
 
 // supervisor -> zygote: fork one spare ahead of demand. request_id is the spare id.
@@ -127,6 +140,7 @@ absl::StatusOr<Frame> Encode(const ErrorMessage& message);
 absl::StatusOr<Frame> Encode(const PingMessage& message);
 absl::StatusOr<Frame> Encode(const PongMessage& message);
 absl::StatusOr<Frame> Encode(const FailedMessage& message);
+absl::StatusOr<Frame> Encode(const CompiledMessage& message);
 
 // Each decoder also requires the number of fds the message type allows: FdCount(fd_layout)
 // for Run, kForkedFdCount for Forked, none for the others. The fds stay owned by `received`.
@@ -139,6 +153,7 @@ absl::StatusOr<ErrorMessage> DecodeError(const ReceivedFrame& received);
 absl::StatusOr<PingMessage> DecodePing(const ReceivedFrame& received);
 absl::StatusOr<PongMessage> DecodePong(const ReceivedFrame& received);
 absl::StatusOr<FailedMessage> DecodeFailed(const ReceivedFrame& received);
+absl::StatusOr<CompiledMessage> DecodeCompiled(const ReceivedFrame& received);
 
 }  // namespace zygo::wire
 

@@ -177,6 +177,29 @@ TEST_F(MessagesTest, FailedRoundTrip) {
   EXPECT_EQ(got->traceback.size(), kMaxTracebackSize);
 }
 
+TEST_F(MessagesTest, CompiledRoundTripAndRunBytecode) {
+  absl::StatusOr<CompiledMessage> got =
+      DecodeCompiled(Transfer(CompiledMessage{7, std::string("\xe3\0code", 6)}));
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->request_id, 7u);
+  EXPECT_EQ(got->bytecode, std::string("\xe3\0code", 6));
+  EXPECT_FALSE(Encode(CompiledMessage{7, ""}).ok());  // nothing compiled
+  EXPECT_FALSE(Encode(CompiledMessage{0, "b"}).ok());  // request id 0
+
+  RunMessage run{3, "sha256:ab", "", 10, FdLayout::kNone};
+  run.bytecode = "marshalled";
+  absl::StatusOr<Frame> frame = Encode(run);
+  ASSERT_TRUE(frame.ok()) << frame.status();
+  ReceivedFrame received;
+  received.frame = *frame;
+  absl::StatusOr<RunMessage> decoded = DecodeRun(received);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->bytecode, "marshalled");
+  EXPECT_EQ(decoded->code, "");
+  run.code = "def handler(e): pass";  // both: refused
+  EXPECT_FALSE(Encode(run).ok());
+}
+
 TEST(MessagesValidationTest, FailedLimits) {
   EXPECT_FALSE(Encode(FailedMessage{0, "E", "", ""}).ok());  // request id 0
   EXPECT_FALSE(Encode(FailedMessage{1, "", "m", ""}).ok());  // no type

@@ -1,4 +1,4 @@
-// A forked child plays a zygote agent over protocol v2: Hello; Spawn -> the spare itself
+// A forked child plays a zygote agent over protocol v3: Hello; Spawn -> the spare itself
 // sends Forked(pid, child channel fd); Run on the child channel -> Done(result); the zygote
 // reaps the spare -> Done(spare id, exit status); EOF -> the agent exits.
 #include <fcntl.h>
