@@ -48,7 +48,8 @@ class Interpreter {
 
   // The zygote's last step before it forks: gc.collect() then gc.freeze(), so a child's
   // collections skip the zygote's objects instead of writing to their headers and copying
-  // the pages they sit on (measured: ~10 fewer copy-on-write faults per request).
+  // the pages they sit on. Measured (16-import handler that builds 2,000 small dicts, so
+  // the collector runs): 421-429 copy-on-write faults per request with it, 872-874 without.
   absl::Status FreezeHeap();
 
   // handler(event). Child side, on the request path.
