@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -14,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/errno_status.h"
 #include "core/base/status_macros.h"
+#include "core/base/unique_fd.h"
 
 extern char** environ;
 
@@ -53,7 +55,34 @@ def dns():
             r[7] = 1
             r += bytes([0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4]) + socket.inet_aton('198.51.100.10')
         s.sendto(bytes(r), peer)
+def send(c):
+    # The source: an 8-byte big-endian count in, that many zero bytes out, then close.
+    try:
+        want = b''
+        while len(want) < 8:
+            got = c.recv(8 - len(want))
+            if not got:
+                return
+            want += got
+        left, chunk = struct.unpack('>Q', want)[0], memoryview(bytes(1 << 20))
+        while left > 0:
+            n = min(left, len(chunk))
+            c.sendall(chunk[:n])
+            left -= n
+    except OSError:
+        pass
+    finally:
+        c.close()
+def source():
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(('0.0.0.0', 8081))
+    srv.listen(16)
+    while True:
+        c, _ = srv.accept()
+        threading.Thread(target=send, args=(c,), daemon=True).start()
 threading.Thread(target=dns, daemon=True).start()
+threading.Thread(target=source, daemon=True).start()
 srv = socket.socket()
 srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 srv.bind(('0.0.0.0', 8080))
@@ -154,6 +183,24 @@ elif mode == 'resolve':
     infos = socket.getaddrinfo(sys.argv[2], int(sys.argv[3]), socket.AF_INET, socket.SOCK_STREAM)
     print('resolve_ms %.4f' % ((time.perf_counter() - t) * 1000))
     print('connect_ms %.4f' % connect(infos[0][4][0], infos[0][4][1]))
+elif mode == 'stream':
+    # NAME|ADDR PORT BYTES: resolve (egress: through zygo's resolver), connect, then time
+    # asking the source for BYTES until the last one is in.
+    want = int(sys.argv[4])
+    infos = socket.getaddrinfo(sys.argv[2], int(sys.argv[3]), socket.AF_INET, socket.SOCK_STREAM)
+    address = infos[0][4]
+    s = socket.create_connection(address, timeout=10.0)
+    buf = memoryview(bytearray(4 << 20))
+    got = 0
+    t = time.perf_counter()
+    s.sendall(struct.pack('>Q', want))
+    while got < want:
+        n = s.recv_into(buf)
+        if n == 0:
+            sys.exit('the source closed after %d of %d bytes' % (got, want))
+        got += n
+    print('stream_ms %.4f' % ((time.perf_counter() - t) * 1000))
+    s.close()
 elif mode == 'query':
     host, port = sys.argv[2].rsplit(':', 1)
     name = b''.join(bytes([len(l)]) + l.encode() for l in sys.argv[3].split('.')) + b'\x00'
@@ -212,6 +259,12 @@ absl::Status FakeInternet::WaitUntilServing() const {
                                    {}))
                .status();
     if (last.ok()) {
+      last = CaptureStdout(OnMachine({"/usr/bin/python3", "-c", kMeasureScript, "connect",
+                                      kServerAddress, absl::StrCat(kSourcePort)},
+                                     {}))
+                 .status();
+    }
+    if (last.ok()) {
       last = CaptureStdout(OnMachine({"/usr/bin/python3", "-c", kMeasureScript, "query",
                                       kDnsUpstream, kBenchName},
                                      {}))
@@ -223,6 +276,22 @@ absl::Status FakeInternet::WaitUntilServing() const {
   }
   return absl::DeadlineExceededError(
       absl::StrCat("the fake internet's servers did not answer within 5 s: ", last.message()));
+}
+
+absl::Status FakeInternet::InMachine(const std::function<absl::Status()>& start) const {
+  base::UniqueFd own(open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+  if (!own.valid()) return base::ErrnoStatus(errno, "open(/proc/thread-self/ns/net)");
+  base::UniqueFd machine(open(NetnsPath(machine_).c_str(), O_RDONLY | O_CLOEXEC));
+  if (!machine.valid())
+    return base::ErrnoStatus(errno, absl::StrCat("open(", NetnsPath(machine_), ")"));
+  if (setns(machine.get(), CLONE_NEWNET) != 0) {
+    return base::ErrnoStatus(errno, "setns(the machine's network namespace)");
+  }
+  absl::Status started = start();
+  if (setns(own.get(), CLONE_NEWNET) != 0) {
+    return base::ErrnoStatus(errno, "setns(back to the bench's network namespace)");
+  }
+  return started;
 }
 
 Command FakeInternet::OnMachine(const std::vector<std::string>& argv,

@@ -1,6 +1,7 @@
 // `zygo bench net`'s fake internet: a "machine" network namespace, where zygo runs, joined
 // by veth to an "internet" namespace holding a fake DNS server (bench.test ->
-// 198.51.100.10) and a TCP accept server on 198.51.100.10:8080. No packet leaves them.
+// 198.51.100.10), a TCP accept server on 198.51.100.10:8080 and a byte source on :8081.
+// No packet leaves them.
 // Parent side; needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN), setpriv, unshare, nsenter, ip and
 // /usr/bin/python3.
 #ifndef ZYGO_BENCH_FAKE_INTERNET_H_
@@ -8,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,7 +21,8 @@ namespace zygo::bench {
 
 inline constexpr char kBenchName[] = "bench.test";
 inline constexpr char kServerAddress[] = "198.51.100.10";  // TEST-NET-2
-inline constexpr int kServerPort = 8080;
+inline constexpr int kServerPort = 8080;                   // accepts and closes
+inline constexpr int kSourcePort = 8081;                   // sends what is asked for (throughput)
 // The internet's end of the veth (TEST-NET-3, 203.0.113.1/24; the machine is .2).
 inline constexpr char kDnsUpstream[] = "203.0.113.1:53";  // ZYGO_DNS_UPSTREAM
 
@@ -39,6 +42,11 @@ class FakeInternet {
   // caller changes). argv[0] is an absolute path.
   Command OnMachine(const std::vector<std::string>& argv, std::vector<std::string> env) const;
 
+  // Runs `start` with the calling thread in the machine namespace, so that what it forks
+  // (a supervisor) lives there for good; the thread is back in its own namespace after.
+  // Sockets by path (the supervisor's API) work from either side.
+  absl::Status InMachine(const std::function<absl::Status()>& start) const;
+
  private:
   FakeInternet() = default;
   absl::Status Wire() const;
@@ -53,6 +61,7 @@ class FakeInternet {
 //   connect ADDR PORT      -> "connect_ms X"
 //   resolve NAME PORT      -> "resolve_ms X" and "connect_ms Y" (first connect after)
 //   query SERVER NAME      -> "answer_ms X" (one raw UDP DNS question for an A record)
+//   stream HOST PORT BYTES -> "stream_ms X": BYTES from the source over one connection
 extern const char kMeasureScript[];
 
 }  // namespace zygo::bench

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,9 +19,13 @@
 #include "bench/flag_values.h"
 #include "bench/host_info.h"
 #include "bench/interleaved.h"
+#include "bench/net_throughput.h"
+#include "bench/net_warm.h"
 #include "bench/other_work.h"
 #include "bench/stats.h"
+#include "bench/supervisor_process.h"
 #include "bench/timed_spawn.h"
+#include "bench/warm_setup.h"
 #include "core/base/errno_status.h"
 #include "core/base/status_macros.h"
 
@@ -32,27 +37,39 @@ namespace {
 constexpr char kUsage[] = R"(Usage: zygo bench net [flags]
 
 What a network mode adds to a one-shot `zygo run ... host /bin/true` (none, full,
-egress with one allowed name), and the time to connect to an allowed TCP server through
-the sandbox against the same from the machine directly; for egress also the time from
-asking zygo's resolver to a usable connection. Everything runs in a fake internet of
-network namespaces the bench makes and removes; the real network is never used. Root.
+egress with one allowed name) and to warming a function (`[net] mode = ...` through the
+bench's own supervisor); the time to connect to an allowed TCP server, and the bytes per
+second over one connection from it, through the sandbox against the same from the
+machine directly; for egress also the time from asking zygo's resolver to a usable
+connection. Everything runs in a fake internet of network namespaces the bench makes
+and removes; the real network is never used. Root.
 
 Flags:
-  --runs N     timed runs of each case, interleaved (default 30)
-  --warmup N   untimed rounds first (default 1)
-  --zygo PATH  the zygo binary to measure (default: this one)
-  -h, --help   this text
+  --runs N             timed runs of each one-shot and connect case, interleaved (default 30)
+  --warmup N           untimed rounds first, in every part (default 1)
+  --warm-rounds N      timed rounds of up / request / down per mode (default 15)
+  --throughput-runs N  timed streams per path (default 5)
+  --throughput-mib N   MiB per stream, over one TCP connection (default 64)
+  --zygo PATH          the zygo binary to measure (default: this one)
+  --supervisor PATH    the supervisor binary (default: found next to zygo)
+  -h, --help           this text
 )";
 
 struct NetOptions {
   int runs = 30;
   int warmup = 1;
+  int warm_rounds = 15;
+  int throughput_runs = 5;
+  int throughput_mib = 64;
   std::string zygo;
+  std::string supervisor;
   bool help = false;
 };
 
 bool TakesValue(const std::string& name) {
-  return name == "--runs" || name == "--warmup" || name == "--zygo";
+  return name == "--runs" || name == "--warmup" || name == "--warm-rounds" ||
+         name == "--throughput-runs" || name == "--throughput-mib" || name == "--zygo" ||
+         name == "--supervisor";
 }
 
 absl::StatusOr<NetOptions> ParseFlags(int argc, char** argv) {
@@ -67,12 +84,27 @@ absl::StatusOr<NetOptions> ParseFlags(int argc, char** argv) {
       ZYGO_ASSIGN_OR_RETURN(options.runs, ParseRunCount(flag.name, flag.value, 1));
     } else if (flag.name == "--warmup") {
       ZYGO_ASSIGN_OR_RETURN(options.warmup, ParseRunCount(flag.name, flag.value, 0));
+    } else if (flag.name == "--warm-rounds") {
+      ZYGO_ASSIGN_OR_RETURN(options.warm_rounds, ParseRunCount(flag.name, flag.value, 1));
+    } else if (flag.name == "--throughput-runs") {
+      ZYGO_ASSIGN_OR_RETURN(options.throughput_runs, ParseRunCount(flag.name, flag.value, 1));
+    } else if (flag.name == "--throughput-mib") {
+      ZYGO_ASSIGN_OR_RETURN(options.throughput_mib, ParseRunCount(flag.name, flag.value, 1));
+    } else if (flag.name == "--supervisor") {
+      options.supervisor = flag.value;
     } else {
       options.zygo = flag.value;
     }
   }
   return options;
 }
+
+#ifdef __OPTIMIZE__
+constexpr char kBuild[] = "optimised build";
+#else
+constexpr char kBuild[] =
+    "UNOPTIMISED build: use `bazel build -c opt //cli:zygo` for numbers to publish";
+#endif
 
 int Fail(const absl::Status& status) {
   fflush(stdout);
@@ -108,11 +140,12 @@ struct Setup {
   const FakeInternet* net = nullptr;
 };
 
+// Egress allows kBenchName on `port` only.
 std::vector<std::string> ZygoRun(const Setup& s, const std::string& mode,
-                                 const std::vector<std::string>& command) {
+                                 const std::vector<std::string>& command, int port = kServerPort) {
   std::vector<std::string> argv = {s.zygo, "run", "--net", mode};
   if (mode == "egress") {
-    argv.insert(argv.end(), {"--allow", absl::StrCat(kBenchName, ":", kServerPort)});
+    argv.insert(argv.end(), {"--allow", absl::StrCat(kBenchName, ":", port)});
   }
   argv.push_back("host");
   argv.insert(argv.end(), command.begin(), command.end());
@@ -194,6 +227,24 @@ absl::StatusOr<std::map<std::string, std::vector<double>>> MeasureConnect(const 
   return samples;
 }
 
+// Part 3: one TCP connection's bytes per second from the source, the machine directly
+// against full (to the address: full mode's DNS is not what this measures) and egress
+// (to the name, through zygo's resolver).
+absl::StatusOr<std::vector<StreamSamples>> MeasureThroughput(const Setup& s) {
+  const std::string port = absl::StrCat(kSourcePort);
+  const std::string bytes = absl::StrCat(int64_t{s.options.throughput_mib} << 20);
+  const std::vector<std::pair<std::string, std::vector<std::string>>> paths = {
+      {"machine directly", Script({"stream", kServerAddress, port, bytes})},
+      {"sandbox --net full", ZygoRun(s, "full", Script({"stream", kServerAddress, port, bytes}))},
+      {"sandbox --net egress",
+       ZygoRun(s, "egress", Script({"stream", kBenchName, port, bytes}), kSourcePort)},
+  };
+  std::vector<StreamPath> streams;
+  for (const auto& [label, argv] : paths) streams.push_back({label, s.net->OnMachine(argv, s.env)});
+  return MeasureStreams(streams, s.options.throughput_runs, s.options.warmup,
+                        int64_t{s.options.throughput_mib} << 20);
+}
+
 std::string Row(const std::string& label, const Summary& summary, const std::string& extra) {
   return absl::StrFormat("%-52s %5d %9.2f %9.2f %s\n", label, summary.count, summary.p50,
                          summary.p99, extra);
@@ -234,28 +285,62 @@ absl::Status PrintConnect(const std::map<std::string, std::vector<double>>& samp
 }
 
 absl::Status Measure(Setup& s) {
+  ZYGO_ASSIGN_OR_RETURN(std::string supervisor_binary, FindSupervisorBinary(s.options.supervisor));
+  printf("supervisor: %s\n", supervisor_binary.c_str());
   ZYGO_ASSIGN_OR_RETURN(std::unique_ptr<FakeInternet> net, FakeInternet::Start());
   s.net = net.get();
   printf(
-      "fake internet: machine netns (zygo runs here) --veth 203.0.113.2/.1-- internet netns: "
-      "DNS %s answering %s -> %s, TCP accept server on %s:%d; ZYGO_DNS_UPSTREAM=%s\n",
-      kDnsUpstream, kBenchName, kServerAddress, kServerAddress, kServerPort, kDnsUpstream);
-  printf("runs: %d of each case after %d warm-up round(s), interleaved\n", s.options.runs,
-         s.options.warmup);
+      "fake internet: machine netns (zygo and the supervisor run here) --veth 203.0.113.2/.1-- "
+      "internet netns: DNS %s answering %s -> %s, TCP accept server on %s:%d, byte source on "
+      ":%d; ZYGO_DNS_UPSTREAM=%s\n",
+      kDnsUpstream, kBenchName, kServerAddress, kServerAddress, kServerPort, kSourcePort,
+      kDnsUpstream);
+  printf(
+      "runs: %d of each one-shot and connect case, %d streams of %d MiB per path, %d warm "
+      "rounds per mode; each part after %d warm-up round(s), interleaved\n",
+      s.options.runs, s.options.throughput_runs, s.options.throughput_mib, s.options.warm_rounds,
+      s.options.warmup);
   fflush(stdout);
-  OtherWork other({});
+  // The supervisor starts last (an idle one would still be beside the one-shot runs);
+  // its CPU is the helpers' in the other-work line.
+  std::optional<SupervisorSession> session;
+  OtherWork other([&session]() -> std::optional<double> {
+    return session.has_value() ? HelpersCpu(session->process->pid(), 0) : 0.0;
+  });
   ZYGO_ASSIGN_OR_RETURN(std::vector<MeasuredCase> one_shot, MeasureOneShot(s));
   ZYGO_ASSIGN_OR_RETURN(auto samples, MeasureConnect(s));
+  ZYGO_ASSIGN_OR_RETURN(std::vector<StreamSamples> streams, MeasureThroughput(s));
+  ZYGO_ASSIGN_OR_RETURN(SupervisorSession started, StartNetSupervisor(*net, supervisor_binary));
+  session = std::move(started);
+  absl::StatusOr<NetWarmSamples> warm =
+      MeasureNetWarm(*session, s.options.warm_rounds, s.options.warmup);
+  if (!warm.ok()) {
+    return absl::Status(
+        warm.status().code(),
+        absl::StrCat(warm.status().message(), "\nsupervisor log:\n", session->process->LogTail()));
+  }
   PrintOneShot(one_shot);
   ZYGO_RETURN_IF_ERROR(PrintConnect(samples));
+  ZYGO_RETURN_IF_ERROR(PrintStreams(
+      streams, absl::StrFormat("throughput: %d MiB over one TCP connection from the source "
+                               "%s:%d (%s), timed inside python from the request to the last "
+                               "byte",
+                               s.options.throughput_mib, kServerAddress, kSourcePort, kBenchName)));
+  ZYGO_RETURN_IF_ERROR(PrintNetWarm(*warm));
+  printf("the supervisor ran in %s, removed when the bench ends\n",
+         session->process->dir().c_str());
   printf(
       "\nnote: pasta's start dominates --net full and --net egress (about 60 ms alone on these "
       "machines); egress adds its nftables filter and resolver helper. Every run spawns zygo "
       "through nsenter --net, which the none row pays too. \"DNS answer to usable\" = resolve "
       "(getaddrinfo through zygo's resolver, which puts the address in the nftables set "
-      "before answering) + the first connect.\n");
+      "before answering) + the first connect. A warm function pays pasta (and egress its "
+      "filter and resolver) once, when it warms: the warm-up rows; its requests then pay only "
+      "the connect. The supervisor's timer runs from its zygote's start to the agent's hello, "
+      "read from its log line (the API reports no warm time).\n");
   printf("%s\n", other.Line(ProbeHost("/usr/bin/bwrap").nproc).c_str());
-  return absl::OkStatus();
+  fflush(stdout);
+  return session->process->Stop();
 }
 
 }  // namespace
@@ -283,7 +368,7 @@ int RunNetBench(int argc, char** argv) {
     printf("note: the host was busy before the bench (load %.2f on %d CPUs)\n", host.load[0],
            host.nproc);
   }
-  printf("zygo: %s\n", s.zygo.c_str());
+  printf("zygo: %s (%s)\n", s.zygo.c_str(), kBuild);
   fflush(stdout);
   absl::Status done = Measure(s);
   if (!done.ok()) return Fail(done);

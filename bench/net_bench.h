@@ -1,6 +1,7 @@
-// `zygo bench net`: what a network mode adds to a one-shot run, and the time to connect to
-// an allowed server through the sandbox against the same from the machine directly, in a
-// fake internet the bench builds and removes.
+// `zygo bench net`: what a network mode adds to a one-shot run and to warming a function,
+// and the time to connect to an allowed server and the bytes per second from it through
+// the sandbox against the same from the machine directly, in a fake internet the bench
+// builds and removes.
 #ifndef ZYGO_BENCH_NET_BENCH_H_
 #define ZYGO_BENCH_NET_BENCH_H_
 
@@ -11,7 +12,7 @@ namespace zygo::bench {
 // namespaces (see bench/fake_internet.h) and removes them on every exit, including when
 // this process is killed; never touches the real network. Returns 0 when everything was
 // measured, 125 when it could not be. Parent side. Needs root, pasta, nftables,
-// /usr/bin/python3, setpriv, unshare, nsenter and ip.
+// /usr/bin/python3, setpriv, unshare, nsenter, ip and the supervisor binary.
 int RunNetBench(int argc, char** argv);
 
 }  // namespace zygo::bench

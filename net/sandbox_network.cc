@@ -207,9 +207,12 @@ SandboxNetwork::~SandboxNetwork() { Stop(); }
 absl::Status SandboxNetwork::InstallFirewallStep(const SandboxNetworkPlan& plan) {
   absl::StatusOr<UniqueFd> netlink = OpenNetlinkInNetns(netns_.get());
   if (!netlink.ok()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(ModeFlag(plan.mode), " refused: nftables is not available (",
-                     netlink.status().message(), "); a sandbox never starts unfiltered"));
+    // Unimplemented already says "nftables is not available"; anything else (EPERM, say)
+    // is named as the socket it was.
+    return absl::FailedPreconditionError(absl::StrCat(
+        ModeFlag(plan.mode), " refused: ",
+        absl::IsUnimplemented(netlink.status()) ? "" : "cannot open the nftables netlink socket: ",
+        netlink.status().message(), "; a sandbox never starts unfiltered"));
   }
   netlink_ = *std::move(netlink);
   // pasta runs with --no-map-gw, so no address inside reaches the host through it. Both
