@@ -234,6 +234,7 @@ void Zygote::Run(const SpareRequest& request, const CancelSignal& cancel,
         absl::StrCat("cannot send the request: ", sent.message()));
     DestroySpare(std::move(spare));
     deliver(std::move(reply));
+    TopUpSpares();
     return;
   }
 
@@ -304,6 +305,7 @@ void Zygote::Run(const SpareRequest& request, const CancelSignal& cancel,
   } else {
     RetireSpare(std::move(spare));
   }
+  TopUpSpares();  // the replacement TakeSpare left for after the reply, if it did
   TrimSpares();
 }
 

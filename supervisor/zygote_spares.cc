@@ -19,6 +19,8 @@ namespace zygo::supervisor {
 namespace {
 
 constexpr size_t kMaxFreeCgroups = 64;
+// Requests further apart than this leave the zygote idle in between (see TakeSpare).
+constexpr std::chrono::milliseconds kQuietSpell(20);
 
 }  // namespace
 
@@ -49,9 +51,17 @@ absl::StatusOr<std::unique_ptr<Zygote::Spare>> Zygote::TakeSpare(int64_t wait_ms
   }
   std::unique_ptr<Spare> spare = std::move(ready_.front());
   ready_.pop_front();
+  // The replacement: under steady traffic, forked at once, in step with the requests.
+  // After a quiet spell (no request for kQuietSpell) and with another spare still ready,
+  // after this request's reply instead (Run's TopUpSpares): measured on 2 CPUs, a fork
+  // beside an idle function's request doubled its run time (p50 0.50-0.86 ms against
+  // 0.31-0.36), while at 250 requests/s forking at once was the faster of the two.
+  const Clock::time_point now = Clock::now();
+  const bool quiet = now - last_take_ > kQuietSpell;
+  last_take_ = now;
+  const bool replace_now = ready_.empty() || waiters_ > 0 || !quiet;
   lock.unlock();
-  // Replace it at once, off this request's path (the zygote forks while we run).
-  TopUpSpares();
+  if (replace_now) TopUpSpares();
   return spare;
 }
 
