@@ -221,7 +221,12 @@ void Zygote::ReaderLoop() {
             status_cv_.notify_all();
           }
         }
-        if (finished) DestroySpare(std::move(finished));
+        if (finished) {
+          DestroySpare(std::move(finished));
+          // A replacement TakeSpare left for later comes now, once the answered child's
+          // exit is over (its teardown would otherwise compete with the reply for a CPU).
+          TopUpSpares();
+        }
         break;
       }
       case wire::MessageType::kError: {

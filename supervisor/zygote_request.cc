@@ -302,10 +302,10 @@ void Zygote::Run(const SpareRequest& request, const CancelSignal& cancel,
   // reaped it (see RetireSpare), without this thread waiting for that.
   if (status.has_value()) {
     DestroySpare(std::move(spare));
+    TopUpSpares();  // the replacement TakeSpare may have left for later
   } else {
-    RetireSpare(std::move(spare));
+    RetireSpare(std::move(spare));  // tops up once the zygote reaped the child
   }
-  TopUpSpares();  // the replacement TakeSpare left for after the reply, if it did
   TrimSpares();
 }
 
