@@ -9,9 +9,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,12 +25,12 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "cli/api_client.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "security_tests/fake_internet.h"
 #include "security_tests/leftover_oracle.h"
+#include "security_tests/supervisor_process.h"
 #include "testing/harness.h"
 
 namespace zygo::testing {
@@ -113,116 +111,17 @@ print('route', attempt(socket.AF_NETLINK, socket.SOCK_RAW, 0))       # NETLINK_R
 print('inet', attempt(socket.AF_INET, socket.SOCK_STREAM, 0))
 )";
 
-// The supervisor as a child of this test, on the machine (this thread is there), under
-// the wrapper when `wrapped`, with its sockets, state and log in `dir` and an environment
-// of PATH, ZYGO_DNS_UPSTREAM and kMarker only (zygo-net and pasta inherit it).
-class Supervisor {
- public:
-  explicit Supervisor(std::string dir) : dir_(std::move(dir)), api_(dir_ + "/http.sock") {}
-  ~Supervisor() {
-    if (pid_ > 0) {  // never kill(-1, ...)
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
+// Registers a python function (code in `code_dir`) with `net` as its [net] table.
+absl::Status Up(SupervisorProcess& supervisor, const std::string& name, const std::string& code_dir,
+                const std::string& net) {
+  const std::string spec =
+      absl::StrCat("name = \"", name, "\"\nruntime = \"python\"\nentry = \"handler.py:main\"\n",
+                   "cold_after = \"0\"\nspares = 1\n[limits]\ntimeout = \"20s\"\n[net]\n", net);
+  return supervisor.Register(name, spec, code_dir);
+}
 
-  absl::Status Start(bool wrapped) {
-    if (mkdir(dir_.c_str(), 0755) != 0) return absl::InternalError("mkdir " + dir_);
-    std::vector<std::string> args;
-    if (wrapped) args.push_back(WithoutNftables());
-    args.insert(args.end(),
-                {Runfile("supervisor/supervisor"), "--listen", dir_ + "/http.sock", "--grpc-listen",
-                 dir_ + "/grpc.sock", "--state-dir", dir_ + "/state", "--no-demo"});
-    const std::vector<std::string> env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin",
-                                          absl::StrCat("ZYGO_DNS_UPSTREAM=", kDnsServer, ":53"),
-                                          kMarker};
-    std::vector<char*> argv, envp;
-    for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
-    for (const std::string& var : env) envp.push_back(const_cast<char*>(var.c_str()));
-    argv.push_back(nullptr);
-    envp.push_back(nullptr);
-    const std::string log = dir_ + "/log";
-    const pid_t parent = getpid();
-    pid_ = fork();
-    if (pid_ < 0) return absl::InternalError(absl::StrCat("fork: ", strerror(errno)));
-    if (pid_ == 0) {
-      // Async-signal-safe only: the test has threads (the fake DNS servers).
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid() != parent) _exit(126);
-      const int out = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-      if (out < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0) _exit(126);
-      execve(argv[0], argv.data(), envp.data());
-      _exit(127);
-    }
-    for (int i = 0; i < 200; ++i) {
-      if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
-        pid_ = -1;
-        return absl::InternalError("the supervisor exited: " + Log());
-      }
-      if (api_.Call({"GET", "/v1/health"}).ok()) return absl::OkStatus();
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return absl::DeadlineExceededError("the supervisor did not answer within 10 s: " + Log());
-  }
-
-  // SIGTERM, then up to 20 s; the wait status, or -1 (then it was SIGKILLed).
-  int Stop() {
-    if (pid_ <= 0) return -1;
-    kill(pid_, SIGTERM);
-    int status = -1;
-    for (int i = 0; i < 400; ++i) {
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return status;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-    return -1;
-  }
-
-  // Registers a python function (code in `code_dir`) with `net` as its [net] table.
-  absl::Status Up(const std::string& name, const std::string& code_dir, const std::string& net) {
-    const std::string spec =
-        absl::StrCat("name = \"", name, "\"\nruntime = \"python\"\nentry = \"handler.py:main\"\n",
-                     "cold_after = \"0\"\nspares = 1\n[limits]\ntimeout = \"20s\"\n[net]\n", net);
-    return api_
-        .Call({"POST",
-               absl::StrCat("/v1/functions?origin=", name,
-                            ".toml&base_dir=", cli::ApiClient::Escape(code_dir)),
-               spec, "application/toml"})
-        .status();
-  }
-
-  absl::StatusOr<nlohmann::json> Exec(const std::string& name) {
-    return api_.Call(
-        {"POST", absl::StrCat("/v1/functions/", name, "/exec"), "{}", "application/json"});
-  }
-
-  // The function's state in GET /v1/functions ("warm", "cold", ...), or "missing".
-  std::string State(const std::string& name) {
-    absl::StatusOr<nlohmann::json> list = api_.Call({"GET", "/v1/functions"});
-    if (!list.ok()) return list.status().ToString();
-    for (const nlohmann::json& info : list->value("functions", nlohmann::json::array())) {
-      if (info.value("name", "") == name) return info.value("state", "");
-    }
-    return "missing";
-  }
-
-  pid_t pid() const { return pid_; }
-
-  std::string Log() const {
-    std::ifstream file(dir_ + "/log");
-    return std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  }
-
- private:
-  std::string dir_;
-  cli::ApiClient api_;
-  pid_t pid_ = -1;
-};
+// How long Stop() waits after SIGTERM before it SIGKILLs.
+constexpr std::chrono::seconds kStopGrace(20);
 
 // Each networked mode's [net] table.
 const std::vector<std::pair<std::string, std::string>>& NetworkedModes() {
@@ -307,6 +206,21 @@ class MissingNftablesTest : public ::testing::Test {
     return seen;
   }
 
+  // The supervisor as a child of this test, on the machine (this thread is there), under
+  // the wrapper when `wrapped`, with its sockets, state and log in a new directory
+  // dir_/NAME and kMarker in its environment (zygo-net and pasta inherit it).
+  void StartSupervisor(const std::string& name, bool wrapped,
+                       std::unique_ptr<SupervisorProcess>* supervisor) {
+    SupervisorProcess::Options options;
+    options.dir = dir_ + "/" + name;
+    options.marker = kMarker;
+    if (wrapped) options.wrapper = WithoutNftables();
+    ASSERT_EQ(mkdir(options.dir.c_str(), 0755), 0) << options.dir << ": " << strerror(errno);
+    absl::StatusOr<std::unique_ptr<SupervisorProcess>> started = SupervisorProcess::Start(options);
+    ASSERT_TRUE(started.ok()) << started.status();
+    *supervisor = *std::move(started);
+  }
+
   std::string DonePath() const { return dir_ + "/" + kDone; }
 
   static inline FakeInternet* internet_ = nullptr;
@@ -363,47 +277,48 @@ TEST_P(MissingNftablesRunTest, RefusesWithOneLineAndNeverRuns) {
 // keeps serving (a function without network warms and answers) and stops cleanly.
 TEST_F(MissingNftablesTest, WarmFunctionRefusesAndTheSupervisorKeepsServing) {
   const std::string code = dir_ + "/code";
+  const nlohmann::json event = nlohmann::json::object();  // every request's body: {}
   ASSERT_EQ(mkdir(code.c_str(), 0755), 0);
   std::ofstream(code + "/handler.py") << "def main(event):\n    return {'ran': True}\n";
   {
     // Control: without the wrapper both functions warm (with pasta) and answer.
-    Supervisor supervisor(dir_ + "/control");
-    ASSERT_TRUE(supervisor.Start(false).ok()) << supervisor.Log();
+    std::unique_ptr<SupervisorProcess> supervisor;
+    ASSERT_NO_FATAL_FAILURE(StartSupervisor("control", false, &supervisor));
     for (const auto& [mode, net] : NetworkedModes()) {
       SCOPED_TRACE(mode);
-      ASSERT_TRUE(supervisor.Up("nft-" + mode, code, net).ok()) << supervisor.Log();
-      absl::StatusOr<nlohmann::json> reply = supervisor.Exec("nft-" + mode);
-      ASSERT_TRUE(reply.ok()) << reply.status() << supervisor.Log();
+      ASSERT_TRUE(Up(*supervisor, "nft-" + mode, code, net).ok()) << supervisor->Log();
+      absl::StatusOr<nlohmann::json> reply = supervisor->Exec("nft-" + mode, event);
+      ASSERT_TRUE(reply.ok()) << reply.status() << supervisor->Log();
       ASSERT_TRUE(reply->value("ok", false)) << reply->dump();
     }
     ASSERT_TRUE(OurPastaRuns())
         << "no pasta seen for warm functions, so its absence proves nothing";
-    ASSERT_EQ(supervisor.Stop(), 0) << supervisor.Log();
+    ASSERT_EQ(supervisor->Stop(kStopGrace), 0) << supervisor->Log();
   }
   ASSERT_THAT(ProcessesMatching(kMarker), IsEmpty());
 
   const Leftovers before = Leftovers::Now();
-  Supervisor supervisor(dir_ + "/wrapped");
-  ASSERT_TRUE(supervisor.Start(true).ok()) << supervisor.Log();
+  std::unique_ptr<SupervisorProcess> supervisor;
+  ASSERT_NO_FATAL_FAILURE(StartSupervisor("wrapped", true, &supervisor));
   for (const auto& [mode, net] : NetworkedModes()) {
     SCOPED_TRACE(mode);
     const std::string name = "nft-" + mode;
     // Registering is accepted (warming happens after); the request is what fails.
-    ASSERT_TRUE(supervisor.Up(name, code, net).ok()) << supervisor.Log();
-    absl::StatusOr<nlohmann::json> reply = supervisor.Exec(name);
+    ASSERT_TRUE(Up(*supervisor, name, code, net).ok()) << supervisor->Log();
+    absl::StatusOr<nlohmann::json> reply = supervisor->Exec(name, event);
     ASSERT_FALSE(reply.ok()) << reply->dump();
     EXPECT_THAT(reply.status().message(), HasSubstr("nftables is not available"));
     EXPECT_EQ(LineCount(std::string(reply.status().message())), 0) << reply.status();
-    EXPECT_NE(supervisor.State(name), "warm");
+    EXPECT_NE(supervisor->State(name), "warm");
     EXPECT_FALSE(OurPastaRuns()) << "pasta runs for a function that has no filter";
   }
-  ASSERT_TRUE(supervisor.Up("nft-none", code, "mode = \"none\"\n").ok()) << supervisor.Log();
-  absl::StatusOr<nlohmann::json> served = supervisor.Exec("nft-none");
-  ASSERT_TRUE(served.ok()) << served.status() << supervisor.Log();
+  ASSERT_TRUE(Up(*supervisor, "nft-none", code, "mode = \"none\"\n").ok()) << supervisor->Log();
+  absl::StatusOr<nlohmann::json> served = supervisor->Exec("nft-none", event);
+  ASSERT_TRUE(served.ok()) << served.status() << supervisor->Log();
   EXPECT_TRUE(served->value("ok", false)) << served->dump();
   // What runs now: the none function's zygote and nothing of the refused ones.
-  const std::string cgroup_prefix = absl::StrCat("zygo-", supervisor.pid(), "-");
-  const TreeSnapshot tree = TreeSnapshot::Take(supervisor.pid(), kMarker);
+  const std::string cgroup_prefix = absl::StrCat("zygo-", supervisor->pid(), "-");
+  const TreeSnapshot tree = TreeSnapshot::Take(supervisor->pid(), kMarker);
   const std::set<std::string> netns = tree.NetnsExcept(NetnsOf(internet_->machine().pid()));
   EXPECT_THAT(tree.Commands(), Contains(HasSubstr("/.zygo-agent")));
   EXPECT_THAT(tree.Commands(), Not(Contains(HasSubstr("pasta "))));
@@ -411,7 +326,7 @@ TEST_F(MissingNftablesTest, WarmFunctionRefusesAndTheSupervisorKeepsServing) {
   EXPECT_THAT(netns, SizeIs(1));  // the none function's
   EXPECT_THAT(CgroupsNamed(cgroup_prefix), Not(IsEmpty()));
 
-  EXPECT_EQ(supervisor.Stop(), 0) << supervisor.Log();
+  EXPECT_EQ(supervisor->Stop(kStopGrace), 0) << supervisor->Log();
   // The supervisor has waited for its zygotes; the kernel may take a moment for the rest.
   for (int i = 0; i < 40 && !tree.StillRunning().empty(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));

@@ -3,11 +3,7 @@
 // attempts one network action per request, and every refusal follows a control that shows
 // the same handler getting through. Once the supervisor is stopped nothing of it remains.
 #include <errno.h>
-#include <fcntl.h>
-#include <sched.h>
-#include <signal.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,13 +19,13 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "cli/api_client.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "net/internal/test_netns.h"
 #include "nlohmann/json.hpp"
 #include "security_tests/fake_internet.h"
 #include "security_tests/leftover_oracle.h"
+#include "security_tests/supervisor_process.h"
 #include "testing/harness.h"
 
 namespace zygo::testing {
@@ -112,98 +108,6 @@ if __name__ == '__main__':
     print(json.dumps(main(json.loads(sys.argv[1]))))
 )";
 
-// bazel-bin/supervisor/supervisor as a child of this test, inside the machine namespace.
-class SupervisorProcess {
- public:
-  // Forks and execs the supervisor with its sockets and state in `dir`, its output in
-  // `dir`/log, and an environment of ZYGO_DNS_UPSTREAM and `marker` only (zygo-net and
-  // pasta inherit it); returns once its HTTP socket answers.
-  static absl::StatusOr<std::unique_ptr<SupervisorProcess>> Start(int netns_fd,
-                                                                  const std::string& dir,
-                                                                  const std::string& marker) {
-    const std::string binary = Runfile("supervisor/supervisor");
-    const std::string log = dir + "/log";
-    const std::vector<std::string> args = {binary,          "--listen",         dir + "/http.sock",
-                                           "--grpc-listen", dir + "/grpc.sock", "--state-dir",
-                                           dir + "/state",  "--no-demo"};
-    const std::vector<std::string> env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin",
-                                          absl::StrCat("ZYGO_DNS_UPSTREAM=", kDnsServer, ":53"),
-                                          marker};
-    std::vector<char*> argv, envp;
-    for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
-    for (const std::string& var : env) envp.push_back(const_cast<char*>(var.c_str()));
-    argv.push_back(nullptr);
-    envp.push_back(nullptr);
-    const pid_t parent = getpid();
-    const pid_t pid = fork();
-    if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", strerror(errno)));
-    if (pid == 0) {
-      // Async-signal-safe only: the test has threads (the fake DNS servers).
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid() != parent) _exit(126);
-      const int out = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-      if (out < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0) _exit(126);
-      if (setns(netns_fd, CLONE_NEWNET) != 0) _exit(126);
-      execve(argv[0], argv.data(), envp.data());
-      _exit(127);
-    }
-    std::unique_ptr<SupervisorProcess> supervisor(new SupervisorProcess(pid, dir));
-    for (int i = 0; i < 200; ++i) {
-      int status = 0;
-      if (waitpid(pid, &status, WNOHANG) == pid) {
-        supervisor->pid_ = -1;
-        return absl::InternalError(
-            absl::StrCat("the supervisor exited (status ", status, "): ", supervisor->Log()));
-      }
-      if (supervisor->api().Call({"GET", "/v1/health"}).ok()) return supervisor;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return absl::DeadlineExceededError("the supervisor did not answer within 10 s: " +
-                                       supervisor->Log());
-  }
-
-  ~SupervisorProcess() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-
-  int pid() const { return pid_; }
-  cli::ApiClient& api() { return api_; }
-  std::string Log() const {
-    std::ifstream file(dir_ + "/log");
-    return std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  }
-
-  // SIGTERM, then waits up to 30 s; the wait status, or -1 (then it was SIGKILLed, or
-  // had already been stopped).
-  int Stop() {
-    if (pid_ <= 0) return -1;  // never kill(-1, ...)
-    kill(pid_, SIGTERM);
-    int status = -1;
-    for (int i = 0; i < 600; ++i) {
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return status;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-    return -1;
-  }
-
- private:
-  SupervisorProcess(pid_t pid, const std::string& dir)
-      : pid_(pid), dir_(dir), api_(dir + "/http.sock") {}
-
-  pid_t pid_;
-  std::string dir_;
-  cli::ApiClient api_;
-};
-
 nlohmann::json Resolve(const std::string& name) { return {{"action", "resolve"}, {"name", name}}; }
 nlohmann::json Connect(const std::string& host, int port) {
   return {{"action", "connect"}, {"host", host}, {"port", port}};
@@ -254,8 +158,14 @@ class WarmNetworkEscapeTest : public ::testing::Test {
     marker_ = absl::StrCat("ZYGO_WARM_NET_TEST_MARKER=", dir_, "/");
     ASSERT_EQ(mkdir((dir_ + "/code").c_str(), 0755), 0);
     std::ofstream(dir_ + "/code/probe.py") << kProbe;
+    // Its environment carries marker_; it joins the machine namespace (this thread stays
+    // on the host).
+    SupervisorProcess::Options options;
+    options.dir = dir_;
+    options.marker = marker_;
+    options.netns_fd = internet_->machine().fd();
     absl::StatusOr<std::unique_ptr<SupervisorProcess>> supervisor =
-        SupervisorProcess::Start(internet_->machine().fd(), dir_, marker_);
+        SupervisorProcess::Start(options);
     if (!supervisor.ok() && absl::StrContains(supervisor.status().message(), "no usable cgroups")) {
       GTEST_SKIP() << supervisor.status();
     }
@@ -273,21 +183,15 @@ class WarmNetworkEscapeTest : public ::testing::Test {
     const std::string spec =
         absl::StrCat("name = \"", name, "\"\nruntime = \"python\"\nentry = \"probe.py:main\"\n",
                      "cold_after = \"0\"\n[limits]\ntimeout = \"20s\"\n[net]\n", net);
-    absl::StatusOr<nlohmann::json> up = supervisor_->api().Call(
-        {"POST",
-         absl::StrCat("/v1/functions?origin=", name,
-                      ".toml&base_dir=", cli::ApiClient::Escape(dir_ + "/code")),
-         spec, "application/toml"});
-    ASSERT_TRUE(up.ok()) << up.status() << "\n" << supervisor_->Log();
+    absl::Status up = supervisor_->Register(name, spec, dir_ + "/code");
+    ASSERT_TRUE(up.ok()) << up << "\n" << supervisor_->Log();
   }
 
   // One request to `function`: what its handler saw ("connected", "EPERM", ...), or why
   // the request itself failed.
   std::string Attempt(const std::string& function, const nlohmann::json& event,
                       nlohmann::json* result = nullptr) {
-    absl::StatusOr<nlohmann::json> reply =
-        supervisor_->api().Call({"POST", absl::StrCat("/v1/functions/", function, "/exec"),
-                                 event.dump(), "application/json"});
+    absl::StatusOr<nlohmann::json> reply = supervisor_->Exec(function, event);
     if (!reply.ok()) return absl::StrCat("request failed: ", reply.status().ToString());
     if (!reply->value("ok", false) || !(*reply)["result"].is_object()) {
       return absl::StrCat("handler failed: ", reply->dump());
@@ -432,7 +336,7 @@ void WarmNetworkEscapeTest::StopAndExpectNothingLeft(size_t functions) {
   EXPECT_THAT(netns, SizeIs(functions));  // one per zygote, shared by its requests
   EXPECT_THAT(CgroupsNamed(cgroup_prefix), Not(IsEmpty()));
 
-  const int status = supervisor_->Stop();
+  const int status = supervisor_->Stop(std::chrono::seconds(30));
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << supervisor_->Log();
   // The supervisor has waited for its zygotes and helpers; allow the kernel a moment to
   // finish tearing down what it reaps asynchronously.
