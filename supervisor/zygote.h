@@ -122,7 +122,6 @@ class Zygote {
   std::map<uint64_t, Clock::time_point> spawning_;  // Spawn sent, Forked not yet received
   uint64_t next_spare_id_ = 1;
   int waiters_ = 0;  // requests waiting for a spare
-  Clock::time_point last_take_;  // when a request last took a spare
   std::map<uint64_t, int> exit_status_;  // spare id -> wait status, from the zygote's Done
   // Spares whose request is answered, kept until the zygote reports their exit: then the
   // reader removes their cgroups, so no request thread waits for a process to end.

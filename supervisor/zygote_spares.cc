@@ -19,8 +19,6 @@ namespace zygo::supervisor {
 namespace {
 
 constexpr size_t kMaxFreeCgroups = 64;
-// Requests further apart than this leave the zygote idle in between (see TakeSpare).
-constexpr std::chrono::milliseconds kQuietSpell(20);
 
 }  // namespace
 
@@ -51,16 +49,14 @@ absl::StatusOr<std::unique_ptr<Zygote::Spare>> Zygote::TakeSpare(int64_t wait_ms
   }
   std::unique_ptr<Spare> spare = std::move(ready_.front());
   ready_.pop_front();
-  // The replacement: under steady traffic, forked at once, in step with the requests.
-  // After a quiet spell (no request for kQuietSpell) and with another spare still ready,
-  // once this request's child has been reaped instead (RetireSpare, the reader): measured
-  // on 2 CPUs, a fork beside an idle function's request doubled its run time (p50
-  // 0.50-0.86 ms against 0.31-0.36), and one right after the reply delayed the HTTP write
-  // by 0.5-0.9 ms in a fifth of requests; at 250 requests/s forking at once was faster.
-  const Clock::time_point now = Clock::now();
-  const bool quiet = now - last_take_ > kQuietSpell;
-  last_take_ = now;
-  const bool replace_now = ready_.empty() || waiters_ > 0 || !quiet;
+  // The replacement: with another spare still ready and nobody waiting, it is forked
+  // once this request's child has been reaped (RetireSpare, the reader), so no fork runs
+  // beside a request. Measured on 2 CPUs (bench warm, 250/s): forking at once gave a run
+  // phase of p50 0.21 ms but p99 0.81 ms, and the client's p99 2.2-3.0x its p50; forking
+  // after the reap, p50 0.59-0.63 ms, p99 0.86 ms, p99/p50 1.5-1.7x, and 1,110 against
+  // 1,055 requests/s under load. (A request on an otherwise idle VM runs slower than one
+  // beside a fork; forking right after the reply instead delayed the HTTP write.)
+  const bool replace_now = ready_.empty() || waiters_ > 0;
   lock.unlock();
   if (replace_now) TopUpSpares();
   return spare;
