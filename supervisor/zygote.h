@@ -1,8 +1,9 @@
 // One warm sandbox: an agent (the zygote) inside it, the spares it forks ahead of demand,
-// and the requests they run. A spare is forked, moved into its own cgroup and pre-faulted
-// before any request needs it, so a request pays only for sending the event and getting
-// the answer back (a v1 cgroup move costs up to ~11 ms after a quiet spell; see
-// docs/supervisor.md). Parent (supervisor) side; thread-safe.
+// and the requests they run. A spare is forked and moved into its own cgroup before any
+// request needs it, so a request pays only for sending the event and getting the answer
+// back (a v1 cgroup move costs up to ~11 ms after a quiet spell; see docs/supervisor.md).
+// A taken spare is replaced once its answered child is reaped, or at once when no other
+// spare is ready (zygote_spares.cc). Parent (supervisor) side; thread-safe.
 #ifndef ZYGO_SUPERVISOR_ZYGOTE_H_
 #define ZYGO_SUPERVISOR_ZYGOTE_H_
 
