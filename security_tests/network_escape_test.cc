@@ -93,6 +93,16 @@ class NetworkEscapeTest : public ::testing::Test {
     return verdicts;
   }
 
+  // The control for the ICMP refusals: the same raw-socket echo from the machine itself
+  // (the test runs as root) arrives.
+  static void ExpectIcmpFromTheMachineArrives(const char* address) {
+    internet_->Drain();
+    RunResult control = RunOnHost(
+        {"/usr/bin/python3", "-c", kNetworkProbe, absl::StrCat("raw@", address)});
+    EXPECT_EQ(control.out, absl::StrCat("raw@", address, " sent\n")) << control.err;
+    EXPECT_TRUE(internet_->IcmpEchoArrived(address));
+  }
+
   static inline FakeInternet* internet_ = nullptr;
   static inline int host_netns_ = -1;
   static inline bool ready_ = false;
@@ -102,10 +112,26 @@ class NetworkEscapeTest : public ::testing::Test {
 TEST_F(NetworkEscapeTest, EgressReachesOnlyAllowlistedNamesAndPorts) {
   int other_before = internet_->dns().QueriesFor("other.test");
   int direct_before = internet_->other_dns().Queries();
+  ExpectIcmpFromTheMachineArrives(kOtherAddress);
+  internet_->Drain();
   std::map<std::string, std::string> v =
       Probe({"--net", "egress", "--allow", "allowed.test:8080", "--allow", "rebind.test:8080"},
             {"allowed.test:8080", "allowed.test:8081", "other.test:8080", "rebind.test:8080",
-             "198.51.100.20:8080", "10.0.0.5:8080", "169.254.169.254:80", "dns@198.51.100.53"});
+             "198.51.100.20:8080", "10.0.0.5:8080", "169.254.169.254:80", "dns@198.51.100.53",
+             "udp@allowed.test:8080", "udp@198.51.100.20:8080", "udp@10.0.0.5:8080",
+             "udp@169.254.169.254:8080", "ping@198.51.100.20", "raw@198.51.100.20"});
+  // UDP: the allowed name on its port arrives (the control); addresses nothing admitted
+  // are dropped before they leave.
+  EXPECT_EQ(v["udp@allowed.test:8080"], "sent");
+  EXPECT_TRUE(internet_->UdpArrived(kAllowedAddress));
+  for (const char* address : {kOtherAddress, kLanAddress, kMetadataAddress}) {
+    EXPECT_EQ(v[absl::StrCat("udp@", address, ":8080")], "error 1") << address;  // EPERM
+    EXPECT_FALSE(internet_->UdpArrived(address)) << address;
+  }
+  // ICMP: no CAP_NET_RAW for a raw socket, and ping sockets are off in the sandbox's netns.
+  EXPECT_EQ(v["ping@198.51.100.20"], "error 13");  // EACCES
+  EXPECT_EQ(v["raw@198.51.100.20"], "error 1");    // EPERM
+  EXPECT_FALSE(internet_->IcmpEchoArrived(kOtherAddress));
   // The control: an allowed name resolves and connects.
   EXPECT_EQ(v["allowed.test:8080"], "connected");
   EXPECT_GE(internet_->dns().QueriesFor("allowed.test"), 1);
@@ -135,6 +161,21 @@ TEST_F(NetworkEscapeTest, FullReachesPublicAddressesButNotPrivateOnes) {
   EXPECT_GT(internet_->other_dns().Queries(), direct_before);
   EXPECT_EQ(v["10.0.0.5:8080"], "timeout");
   EXPECT_EQ(v["169.254.169.254:80"], "timeout");
+  // UDP and ICMP, in a second sandbox.
+  ExpectIcmpFromTheMachineArrives(kOtherAddress);
+  internet_->Drain();
+  v = Probe({"--net", "full"},
+            {"udp@198.51.100.20:8080", "udp@10.0.0.5:8080", "udp@169.254.169.254:8080",
+             "ping@198.51.100.20", "raw@198.51.100.20"});
+  EXPECT_EQ(v["udp@198.51.100.20:8080"], "sent");  // the control
+  EXPECT_TRUE(internet_->UdpArrived(kOtherAddress));
+  for (const char* address : {kLanAddress, kMetadataAddress}) {
+    EXPECT_EQ(v[absl::StrCat("udp@", address, ":8080")], "error 1") << address;  // EPERM
+    EXPECT_FALSE(internet_->UdpArrived(address)) << address;
+  }
+  EXPECT_EQ(v["ping@198.51.100.20"], "error 13");  // EACCES: ping sockets are off
+  EXPECT_EQ(v["raw@198.51.100.20"], "error 1");    // EPERM: no CAP_NET_RAW
+  EXPECT_FALSE(internet_->IcmpEchoArrived(kOtherAddress));
 }
 
 // Names resolve in full mode through Zygo's resolver (the machine's own resolv.conf names

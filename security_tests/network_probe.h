@@ -14,6 +14,8 @@ namespace zygo::testing {
 // Targets and their lines:
 //   HOST:PORT     "connected|timeout|refused|unreachable|nxdomain|noaddr|error ERRNO"
 //   dns@SERVER    a question for allowed.test straight to SERVER: "answered|timeout|error ERRNO"
+//   udp@HOST:PORT a datagram (HOST resolved first): "sent|noaddr|error ERRNO"
+//   ping@ADDR     an ICMP echo from a ping socket, raw@ADDR from a raw one: "sent|error ERRNO"
 //   interfaces    the interface names, comma-separated
 //   uidmap        /proc/self/uid_map on one line (who the sandbox's root is on the host)
 //   resolv        the nameservers of the sandbox's /etc/resolv.conf, comma-separated
@@ -31,6 +33,25 @@ for target in sys.argv[1:]:
             print(target, 'answered')
         except socket.timeout:
             print(target, 'timeout')
+        except OSError as e:
+            print(target, 'error', e.errno)
+        continue
+    if target.split('@')[0] in ('udp', 'ping', 'raw'):
+        kind, _, rest = target.partition('@')
+        try:
+            if kind == 'udp':
+                host, port = rest.rsplit(':', 1)
+                address = socket.getaddrinfo(host, int(port), socket.AF_INET, socket.SOCK_DGRAM)[0][4]
+                with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                    s.sendto(b'zygo', address)
+            else:
+                kind = socket.SOCK_RAW if kind == 'raw' else socket.SOCK_DGRAM
+                with socket.socket(socket.AF_INET, kind, socket.IPPROTO_ICMP) as s:
+                    # Echo request, id 1, sequence 1 (a ping socket sets its own id and checksum).
+                    s.sendto(bytes([8, 0, 0xf7, 0xfd, 0, 1, 0, 1]), (rest, 0))
+            print(target, 'sent')
+        except socket.gaierror:
+            print(target, 'noaddr')
         except OSError as e:
             print(target, 'error', e.errno)
         continue

@@ -170,13 +170,15 @@ TEST_F(RootlessNetworkEscapeTest, RefusesWithOneLineWhenTheTunDeviceIsClosed) {
 
 TEST_F(RootlessNetworkEscapeTest, EgressReachesOnlyAllowlistedNamesAndPorts) {
   UseTun(true);
+  internet_->Drain();
   int other_before = internet_->dns().QueriesFor("other.test");
   int direct_before = internet_->other_dns().Queries();
   std::map<std::string, std::string> v =
       Probe({"--net", "egress", "--allow", "allowed.test:8080", "--allow", "rebind.test:8080"},
             {"uidmap", "allowed.test:8080", "allowed.test:8081", "other.test:8080",
              "rebind.test:8080", "198.51.100.20:8080", "10.0.0.5:8080", "169.254.169.254:80",
-             "dns@198.51.100.53"});
+             "dns@198.51.100.53", "udp@allowed.test:8080", "udp@198.51.100.20:8080",
+             "udp@10.0.0.5:8080", "ping@198.51.100.20", "raw@198.51.100.20"});
   EXPECT_EQ(v["uidmap"], RootlessMap());  // it really ran as the ordinary user
   // The control: an allowed name resolves and connects.
   EXPECT_EQ(v["allowed.test:8080"], "connected");
@@ -190,6 +192,15 @@ TEST_F(RootlessNetworkEscapeTest, EgressReachesOnlyAllowlistedNamesAndPorts) {
   EXPECT_EQ(v["169.254.169.254:80"], "timeout");
   EXPECT_EQ(v["dns@198.51.100.53"], "error 1");  // EPERM from the local drop
   EXPECT_EQ(internet_->other_dns().Queries(), direct_before);
+  EXPECT_EQ(v["udp@allowed.test:8080"], "sent");  // the control
+  EXPECT_TRUE(internet_->UdpArrived(kAllowedAddress));
+  for (const char* address : {kOtherAddress, kLanAddress}) {
+    EXPECT_EQ(v[absl::StrCat("udp@", address, ":8080")], "error 1") << address;  // EPERM
+    EXPECT_FALSE(internet_->UdpArrived(address)) << address;
+  }
+  EXPECT_EQ(v["ping@198.51.100.20"], "error 13");  // EACCES: ping sockets are off
+  EXPECT_EQ(v["raw@198.51.100.20"], "error 1");    // EPERM: no CAP_NET_RAW
+  EXPECT_FALSE(internet_->IcmpEchoArrived(kOtherAddress));
 }
 
 TEST_F(RootlessNetworkEscapeTest, FullReachesPublicAddressesButNotPrivateOnes) {
