@@ -20,6 +20,17 @@
 namespace zygo::supervisor {
 namespace {
 
+// Builds a test image (tools/images, cached) and returns its OCI layout dir, or "".
+std::string BuildTestImage(const std::string& name, std::string* why) {
+  testing::RunResult built = testing::RunOnHost({testing::Runfile("tools/images/build"), name});
+  const size_t at = built.out.find("IMAGE=");
+  if (built.exit_code != 0 || at == std::string::npos) {
+    *why = absl::StrCat("tools/images/build ", name, ": ", built.err);
+    return "";
+  }
+  return built.out.substr(at + 6, built.out.find(' ', at) - at - 6);
+}
+
 class WarmExecTest : public ServiceFixture {
  protected:
   void UpExec(const std::string& name, const std::string& command,
@@ -151,6 +162,38 @@ TEST_F(WarmExecTest, NothingLeftBehind) {
   EXPECT_TRUE(OurAgents().empty());
   EXPECT_TRUE(OurCgroups().empty());
   EXPECT_TRUE(testing::LeftoverCgroups().empty());
+}
+
+// A function on an OCI image from the image store (`zygo load`ed here: the supervisor never
+// pulls): the sandbox's root is the image's flattened root, with its config's Env and User.
+TEST_F(WarmExecTest, RunsOnAnOciImageFromTheStore) {
+  const std::string store = dir_ + "/store";
+  ASSERT_EQ(setenv("ZYGO_HOME", store.c_str(), 1), 0);
+  UpExec("img",
+         "[\"/bin/sh\", \"-c\", \"echo $FOO; id -u; ls /bin/busybox; "
+         "test -e /usr/bin/python3 && echo host /usr || echo no host /usr\"]",
+         "image = \"multi:test\"\n");
+  // The control: before the image is in the store, the function cannot warm, and says so.
+  ExecReply missing = Call("img");
+  EXPECT_FALSE(missing.status.ok());
+  EXPECT_NE(missing.status.message().find("zygo pull"), std::string::npos) << missing.status;
+
+  std::string why;
+  const std::string layout = BuildTestImage("busybox-multilayer", &why);
+  ASSERT_FALSE(layout.empty()) << why;
+  testing::RunOptions options;
+  options.env = {"ZYGO_HOME=" + store};
+  options.want_outcome = false;
+  testing::RunResult loaded =
+      testing::RunOnHost({testing::ZygoPath(), "load", layout, "multi:test"}, options);
+  ASSERT_EQ(loaded.exit_code, 0) << loaded.err;
+
+  ExecReply reply = Call("img");
+  unsetenv("ZYGO_HOME");
+  ASSERT_TRUE(reply.status.ok()) << reply.status;
+  EXPECT_TRUE(reply.ok) << reply.error_type << ": " << reply.error_message << reply.stderr_data;
+  // FOO=bar and user 1000 come from the image's config; busybox is its only program.
+  EXPECT_EQ(reply.stdout_data, "bar\n1000\n/bin/busybox\nno host /usr\n");
 }
 
 }  // namespace
