@@ -168,6 +168,10 @@ TEST_F(WarmExecTest, NothingLeftBehind) {
 // pulls): the sandbox's root is the image's flattened root, with its config's Env and User.
 TEST_F(WarmExecTest, RunsOnAnOciImageFromTheStore) {
   const std::string store = dir_ + "/store";
+  // The service finds the image store through ZYGO_HOME, for this test only.
+  struct UnsetOnExit {
+    ~UnsetOnExit() { unsetenv("ZYGO_HOME"); }
+  } unset_on_exit;
   ASSERT_EQ(setenv("ZYGO_HOME", store.c_str(), 1), 0);
   UpExec("img",
          "[\"/bin/sh\", \"-c\", \"echo $FOO; id -u; ls /bin/busybox; "
@@ -189,7 +193,6 @@ TEST_F(WarmExecTest, RunsOnAnOciImageFromTheStore) {
   ASSERT_EQ(loaded.exit_code, 0) << loaded.err;
 
   ExecReply reply = Call("img");
-  unsetenv("ZYGO_HOME");
   ASSERT_TRUE(reply.status.ok()) << reply.status;
   EXPECT_TRUE(reply.ok) << reply.error_type << ": " << reply.error_message << reply.stderr_data;
   // FOO=bar and user 1000 come from the image's config; busybox is its only program.
