@@ -36,7 +36,9 @@ std::string ToolValue(const std::vector<std::string>& argv, const std::string& k
 }
 
 std::string BuildImage(const std::string& name) {
-  return ToolValue({Runfile("tools/images/build"), name}, "IMAGE");
+  absl::StatusOr<TestImage> image = BuildTestImage(name);
+  EXPECT_TRUE(image.ok()) << image.status();
+  return image.ok() ? image->layout : "";
 }
 
 class ImageCli : public ::testing::Test {
@@ -121,7 +123,9 @@ TEST_F(ImageCli, LoadsDockerArchivesAndIndexes) {
   RunResult index = Zygo({"load", BuildImage("busybox-index"), "indexed:1"});
   ASSERT_EQ(index.exit_code, 0) << index.err;
   // The index's linux/amd64 entry is byte for byte the busybox manifest; arm64's differs.
-  std::string amd64 = ToolValue({Runfile("tools/images/build"), "busybox"}, "DIGEST");
+  absl::StatusOr<TestImage> busybox = BuildTestImage("busybox");
+  ASSERT_TRUE(busybox.ok()) << busybox.status();
+  std::string amd64 = busybox->digest;
   EXPECT_TRUE(absl::StrContains(index.err, amd64)) << index.err;
   RunResult arch = Zygo({"run", "indexed:1", "busybox", "uname", "-m"});
   EXPECT_EQ(arch.out, "x86_64\n") << arch.err;

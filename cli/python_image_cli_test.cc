@@ -108,19 +108,14 @@ class PythonImageCli : public ::testing::Test {
   // Builds a test image (cached across tests and runs) and loads it as `name`. Returns
   // its manifest digest, or "" with the reason when the host cannot build it.
   std::string Load(const std::string& image, const std::string& name, std::string* why) {
-    RunResult built = RunOnHost({Runfile("tools/images/build"), image}, options_);
-    std::smatch match;
-    std::regex pattern("IMAGE=([^ ]+) DIGEST=([^ \\n]+)");
-    if (built.exit_code != 0 || !std::regex_search(built.out, match, pattern)) {
-      *why = absl::StrCat(
-          "tools/images/build ", image, " failed (needs root and the Debian ",
-          "mirror): ", built.err.substr(built.err.size() > 600 ? built.err.size() - 600 : 0));
+    absl::StatusOr<TestImage> built = BuildTestImage(image, options_);
+    if (!built.ok()) {
+      *why = absl::StrCat(built.status().message(), " (needs root and the Debian mirror)");
       return "";
     }
-    std::string digest = match[2];
-    RunResult loaded = Zygo({"load", match[1], name});
+    RunResult loaded = Zygo({"load", built->layout, name});
     EXPECT_EQ(loaded.exit_code, 0) << loaded.err;
-    return digest;
+    return built->digest;
   }
 
   std::vector<std::string> Venvs() {

@@ -20,17 +20,6 @@
 namespace zygo::supervisor {
 namespace {
 
-// Builds a test image (tools/images, cached) and returns its OCI layout dir, or "".
-std::string BuildTestImage(const std::string& name, std::string* why) {
-  testing::RunResult built = testing::RunOnHost({testing::Runfile("tools/images/build"), name});
-  const size_t at = built.out.find("IMAGE=");
-  if (built.exit_code != 0 || at == std::string::npos) {
-    *why = absl::StrCat("tools/images/build ", name, ": ", built.err);
-    return "";
-  }
-  return built.out.substr(at + 6, built.out.find(' ', at) - at - 6);
-}
-
 class WarmExecTest : public ServiceFixture {
  protected:
   void UpExec(const std::string& name, const std::string& command,
@@ -182,14 +171,13 @@ TEST_F(WarmExecTest, RunsOnAnOciImageFromTheStore) {
   EXPECT_FALSE(missing.status.ok());
   EXPECT_NE(missing.status.message().find("zygo pull"), std::string::npos) << missing.status;
 
-  std::string why;
-  const std::string layout = BuildTestImage("busybox-multilayer", &why);
-  ASSERT_FALSE(layout.empty()) << why;
+  absl::StatusOr<testing::TestImage> image = testing::BuildTestImage("busybox-multilayer");
+  ASSERT_TRUE(image.ok()) << image.status();
   testing::RunOptions options;
   options.env = {"ZYGO_HOME=" + store};
   options.want_outcome = false;
   testing::RunResult loaded =
-      testing::RunOnHost({testing::ZygoPath(), "load", layout, "multi:test"}, options);
+      testing::RunOnHost({testing::ZygoPath(), "load", image->layout, "multi:test"}, options);
   ASSERT_EQ(loaded.exit_code, 0) << loaded.err;
 
   ExecReply reply = Call("img");

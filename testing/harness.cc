@@ -90,6 +90,18 @@ RunResult RunOnHost(const std::vector<std::string>& argv, const RunOptions& opti
   return result;
 }
 
+absl::StatusOr<TestImage> BuildTestImage(const std::string& name, const RunOptions& options) {
+  RunResult built = RunOnHost({Runfile("tools/images/build"), name}, options);
+  std::smatch match;
+  static const std::regex kReport("IMAGE=([^ ]+) DIGEST=([^ \\n]+)");
+  if (built.exit_code != 0 || !std::regex_search(built.out, match, kReport)) {
+    const std::string& err = built.err;
+    return absl::FailedPreconditionError(absl::StrCat(
+        "tools/images/build ", name, " failed: ", err.substr(err.size() > 600 ? err.size() - 600 : 0)));
+  }
+  return TestImage{match[1], match[2]};
+}
+
 std::string Runfile(const std::string& path) {
   const char* root = getenv("TEST_SRCDIR");
   return absl::StrCat(root != nullptr ? root : ".", "/zygo/", path);

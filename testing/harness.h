@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+
 namespace zygo::testing {
 
 struct RunResult {
@@ -52,6 +54,15 @@ RunResult RunProbeOnHost(const std::vector<std::string>& probe_args,
 
 // Runs any program directly on the host.
 RunResult RunOnHost(const std::vector<std::string>& argv, const RunOptions& options = {});
+
+// A test image from tools/images (built once, then reused from its cache).
+struct TestImage {
+  std::string layout;  // IMAGE=: the OCI layout dir (the .tar for busybox-docker)
+  std::string digest;  // DIGEST=: what its tag "latest" points at
+};
+// Runs `tools/images/build NAME` (the test needs //tools/images in its data). The error
+// carries the end of the script's stderr (the Debian images need root and the mirror).
+absl::StatusOr<TestImage> BuildTestImage(const std::string& name, const RunOptions& options = {});
 
 // The probe's verdict: "allowed", "denied <ERRNO>", or "" when it printed none.
 std::string Verdict(const RunResult& result, const std::string& subcommand);
