@@ -1,9 +1,12 @@
 // The HTTP server's I/O: the socket file, the libuv loop, one Connection per client
 // (http_parser state, buffered input, ordered writes) and the queue that carries
-// Service::Exec replies from supervisor threads back to the loop thread.
+// Service::Exec replies from supervisor threads back to the loop thread. An exec reply
+// is written to the client by the supervisor thread that has it (ExecReplyWriter): waking
+// the loop thread first cost ~0.1 ms per request on an idle machine.
 #include "supervisor/http_server.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <http_parser.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -11,6 +14,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <exception>
@@ -69,7 +73,8 @@ class HttpServer::ReplyQueue {
   struct Item {
     std::weak_ptr<Connection> connection;
     uint64_t seq;
-    ExecReply reply;
+    std::string response;  // the serialized HTTP response
+    size_t written = 0;    // how much of it already went to the client
   };
 
   explicit ReplyQueue(uv_async_t* async) : async_(async) {}
@@ -102,6 +107,42 @@ class HttpServer::ReplyQueue {
   std::deque<Item> items_;
 };
 
+// Writes one exec reply straight to the client's socket from the thread that has the
+// reply. Made on the loop thread when the request starts, and only when nothing is
+// waiting in libuv's write queue; until the loop thread takes the posted reply, it writes
+// nothing to that connection (busy_), so the bytes stay in order. Its own dup of the
+// socket keeps the fd number from being reused if the loop closes the connection.
+class HttpServer::ExecReplyWriter {
+ public:
+  ExecReplyWriter(base::UniqueFd socket, bool keep_alive, bool http10)
+      : socket_(std::move(socket)), keep_alive_(keep_alive), http10_(http10) {}
+
+  // Any thread. Writes what the socket takes now without blocking; returns how much.
+  size_t Write(const std::string& response) {
+    size_t done = 0;
+    while (!abandoned_.load() && done < response.size()) {
+      ssize_t n = send(socket_.get(), response.data() + done, response.size() - done,
+                       MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;  // full, or gone: the loop thread writes the rest or closes
+      done += static_cast<size_t>(n);
+    }
+    return done;
+  }
+
+  // Loop thread: the connection closed; a reply arriving later goes nowhere.
+  void Abandon() { abandoned_.store(true); }
+
+  bool keep_alive() const { return keep_alive_; }
+  bool http10() const { return http10_; }
+
+ private:
+  const base::UniqueFd socket_;
+  const bool keep_alive_;
+  const bool http10_;
+  std::atomic<bool> abandoned_{false};
+};
+
 // One client. Lives in the server's map until its handle's close callback; everything
 // here runs on the loop thread.
 class HttpServer::Connection : public std::enable_shared_from_this<Connection> {
@@ -124,15 +165,24 @@ class HttpServer::Connection : public std::enable_shared_from_this<Connection> {
   void Close() {
     if (closing_) return;
     closing_ = true;
+    if (reply_writer_) reply_writer_->Abandon();
     if (std::shared_ptr<RequestHandle> handle = std::move(handle_)) handle->Cancel();
     uv_close(reinterpret_cast<uv_handle_t*>(&pipe_), &Connection::OnClosed);
   }
 
-  void OnExecReply(uint64_t seq, const ExecReply& reply) {
+  // `response` from its first byte; `written` of it went to the client already.
+  void OnExecReply(uint64_t seq, std::string response, size_t written) {
     if (closing_ || !busy_ || seq != exec_seq_) return;
     busy_ = false;
     handle_.reset();
-    Respond(ExecReplyResponse(reply));
+    reply_writer_.reset();
+    if (!keep_alive_) close_after_write_ = true;
+    if (written < response.size()) {
+      Write(response.substr(written));
+    } else if (close_after_write_ && writes_in_flight_ == 0) {
+      Close();
+      return;
+    }
     Pump();
   }
 
@@ -262,17 +312,35 @@ class HttpServer::Connection : public std::enable_shared_from_this<Connection> {
     StartExec(std::get<ExecRequest>(std::move(result)));
   }
 
+  // A writer for this request's reply, when the reply may go straight to the socket.
+  std::shared_ptr<ExecReplyWriter> MakeReplyWriter() {
+    if (uv_stream_get_write_queue_size(stream()) != 0) return nullptr;
+    uv_os_fd_t fd;
+    if (uv_fileno(reinterpret_cast<uv_handle_t*>(&pipe_), &fd) != 0) return nullptr;
+    base::UniqueFd copy(fcntl(fd, F_DUPFD_CLOEXEC, 0));
+    if (!copy.valid()) return nullptr;
+    return std::make_shared<ExecReplyWriter>(std::move(copy), keep_alive_, http10_);
+  }
+
   void StartExec(ExecRequest exec) {
     busy_ = true;
     const uint64_t seq = ++exec_seq_;
     std::weak_ptr<Connection> weak = weak_from_this();
     std::shared_ptr<ReplyQueue> queue = server_->replies_;
+    reply_writer_ = MakeReplyWriter();
+    const bool keep_alive = keep_alive_, http10 = http10_;
     try {
-      handle_ = server_->service_->Exec(std::move(exec), [queue, weak, seq](ExecReply reply) {
-        queue->Post(ReplyQueue::Item{weak, seq, std::move(reply)});
-      });
+      handle_ = server_->service_->Exec(
+          std::move(exec),
+          [queue, weak, seq, writer = reply_writer_, keep_alive, http10](ExecReply reply) {
+            ReplyQueue::Item item{weak, seq, SerializeResponse(ExecReplyResponse(reply),
+                                                               keep_alive, http10)};
+            if (writer) item.written = writer->Write(item.response);
+            queue->Post(std::move(item));
+          });
     } catch (const std::exception& e) {
       busy_ = false;
+      reply_writer_.reset();
       Respond(ErrorResponse(500, "internal", absl::StrCat("exec failed: ", e.what())));
     }
   }
@@ -399,6 +467,7 @@ class HttpServer::Connection : public std::enable_shared_from_this<Connection> {
   bool busy_ = false;  // an exec is in flight
   uint64_t exec_seq_ = 0;
   std::shared_ptr<RequestHandle> handle_;
+  std::shared_ptr<ExecReplyWriter> reply_writer_;  // the request in flight's, if any
 };
 
 const http_parser_settings HttpServer::Connection::kSettings =
@@ -535,7 +604,7 @@ void HttpServer::OnRepliesReady(uv_async_t* async) {
   auto* server = static_cast<HttpServer*>(async->data);
   for (ReplyQueue::Item& item : server->replies_->TakeAll()) {
     if (std::shared_ptr<Connection> connection = item.connection.lock()) {
-      connection->OnExecReply(item.seq, item.reply);
+      connection->OnExecReply(item.seq, std::move(item.response), item.written);
     }
   }
 }

@@ -51,6 +51,7 @@ class HttpServer {
 
  private:
   class Connection;
+  class ExecReplyWriter;
   class ReplyQueue;
 
   HttpServer(std::string socket_path, Service* service);

@@ -611,6 +611,39 @@ TEST_F(HttpServerTest, Http10ClosesUnlessKeepAlive) {
   }
 }
 
+// The service's thread writes an exec reply straight to the socket, as far as the socket
+// takes it; a reply far larger than the socket's buffer, to a client that reads late,
+// must still arrive whole and in order, with the connection usable afterwards.
+TEST_F(HttpServerTest, ExecReplyLargerThanTheSocketBufferArrivesWhole) {
+  const std::string event = "\"" + std::string(3 << 20, 'x') + "\"";  // ~6 MB of reply
+  base::UniqueFd fd = Dial(path_);
+  ASSERT_TRUE(SendAll(fd.get(), RequestText("POST", "/v1/functions/echo/exec", event)));
+  ASSERT_TRUE(service_.WaitFor([&] { return service_.delivered == 1; }));
+  std::this_thread::sleep_for(milliseconds(50));  // the socket is full by now
+  std::string buffer;
+  std::optional<Response> response = ReadResponse(fd.get(), buffer);
+  ASSERT_TRUE(response.has_value());
+  ASSERT_EQ(response->status, 200);
+  json body = response->Json();
+  EXPECT_EQ(body["result"], json::parse(event));
+  EXPECT_EQ(body["stdout"], event);
+  ASSERT_TRUE(SendAll(fd.get(), RequestText("POST", "/v1/functions/echo/exec", "5")));
+  response = ReadResponse(fd.get(), buffer);
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ(response->Json()["result"], 5);
+}
+
+TEST_F(HttpServerTest, Http10ExecAnswersThenCloses) {
+  base::UniqueFd fd = Dial(path_);
+  ASSERT_TRUE(SendAll(fd.get(),
+                      "POST /v1/functions/echo/exec HTTP/1.0\r\nContent-Length: 1\r\n\r\n4"));
+  std::string buffer;
+  std::optional<Response> response = ReadResponse(fd.get(), buffer);
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ(response->Json()["result"], 4);
+  EXPECT_TRUE(ReadsEof(fd.get()));
+}
+
 TEST_F(HttpServerTest, HangupMidExecCancelsTheRequest) {
   base::UniqueFd fd = Dial(path_);
   ASSERT_TRUE(SendAll(fd.get(), RequestText("POST", "/v1/functions/slow/exec", "{}")));
