@@ -146,6 +146,7 @@ absl::StatusOr<ZygoteConfig> Function::BuildZygoteConfig() const {
   config.cgroups = host_->cgroups;
   config.request_limits = {spec_.memory_bytes, spec_.pids_limit, spec_.cpus};
   config.spares = spec_.spares;
+  config.learn_prefault = spec_.runtime == "python";
   config.name = spec_.name;
   return config;
 }

@@ -297,6 +297,11 @@ void Zygote::HandleForked(wire::ReceivedFrame& received) {
       return;
     }
   }
+  // Admitted, so what it takes is charged to its own request's cgroup; before any Run,
+  // which the channel delivers after it.
+  if (std::shared_ptr<const wire::Frame> prefault = prefault_.frame()) {
+    (void)wire::SendFrame(spare->channel.get(), *prefault, {});
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (dead_.load()) return;

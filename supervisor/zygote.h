@@ -31,6 +31,7 @@
 #include "core/plan.h"
 #include "net/sandbox_network_plan.h"
 #include "supervisor/cancel_signal.h"
+#include "supervisor/learned_prefault.h"
 #include "supervisor/script_bytecode_cache.h"
 #include "supervisor/service.h"
 
@@ -47,6 +48,9 @@ struct ZygoteConfig {
   // resolver), held by zygo-net for the zygote's whole life and shared by its requests.
   std::optional<net::SandboxNetworkPlan> network;
   std::string network_helper;  // path of zygo-net
+  // The agent reports the pages its children touch (Run.report_touched) and takes a
+  // Prefault (python); warm-exec's children exec a command, which keeps no page.
+  bool learn_prefault = false;
 };
 
 // What one request asks of a spare.
@@ -99,6 +103,7 @@ class Zygote {
   void KillSpare(Spare& spare);
   void DestroySpare(std::unique_ptr<Spare> spare);
   void RetireSpare(std::unique_ptr<Spare> spare);
+  void LearnTouched(Spare& spare);
   absl::StatusOr<std::unique_ptr<core::Cgroup>> RequestCgroup();
   void DestroyFreeCgroups();
   std::string LogTail() const;
@@ -133,6 +138,8 @@ class Zygote {
   std::string log_tail_;                 // the end of the agent's own output
   // A pool's scripts as its spares compiled them (supervisor/script_bytecode_cache.h).
   ScriptBytecodeCache bytecode_{kMaxBytecodeCacheBytes};
+  // The pages its spares take ahead of their requests (supervisor/learned_prefault.h).
+  LearnedPrefault prefault_{config_.request_limits.memory_bytes};
   std::atomic<bool> dead_{false};
   std::atomic<bool> stopping_{false};
 };

@@ -185,6 +185,15 @@ void DescribeEnd(const Answer& answer, std::optional<int> status, const core::Cg
 
 }  // namespace
 
+// After the reply: the child scans its pages once it has sent Done (well under 1 ms).
+void Zygote::LearnTouched(Spare& spare) {
+  absl::StatusOr<wire::ReceivedFrame> frame =
+      wire::ReceiveFrame(spare.channel.get(), absl::Milliseconds(100));
+  if (!frame.ok() || frame->frame.type != wire::MessageType::kTouched) return;
+  absl::StatusOr<wire::TouchedMessage> touched = wire::DecodeTouched(*frame);
+  if (touched.ok()) prefault_.Learn(touched->runs);
+}
+
 void Zygote::Run(const SpareRequest& request, const CancelSignal& cancel,
                  const std::function<void(ExecReply)>& deliver) {
   const auto start = Clock::now();
@@ -202,6 +211,7 @@ void Zygote::Run(const SpareRequest& request, const CancelSignal& cancel,
   reply.timings.admit_us = spare->admit_us;
 
   const int in = spare->stdio[0].get(), out = spare->stdio[1].get(), err = spare->stdio[2].get();
+  const bool report_touched = config_.learn_prefault && prefault_.WantsReport();
   absl::Status sent = FillStdin(in, request.stdin_data);
   const auto sent_at = Clock::now();
   bool sent_code = false;
@@ -212,6 +222,7 @@ void Zygote::Run(const SpareRequest& request, const CancelSignal& cancel,
     run.event = request.event;
     run.deadline_ms = static_cast<uint64_t>(std::max<int64_t>(1, request.timeout_ms));
     run.fd_layout = wire::FdLayout::kStdio;
+    run.report_touched = report_touched;
     absl::StatusOr<wire::Frame> frame = absl::UnknownError("not encoded");
     if (!request.code.empty()) {
       std::optional<std::string> bytecode = bytecode_.Find(request.entry);
@@ -293,6 +304,7 @@ void Zygote::Run(const SpareRequest& request, const CancelSignal& cancel,
   reply.timings.total_us = Micros(start, now);
   deliver(std::move(reply));
 
+  if (report_touched && answer.ending == Ending::kDone) LearnTouched(*spare);
   if (clean_end && spare->cgroup) {
     absl::StatusOr<core::CgroupUsage> counted = spare->cgroup->ReadUsage();
     spare->cgroup_reusable =

@@ -86,7 +86,8 @@ class ConformanceTest : public ::testing::TestWithParam<AgentKind> {
     absl::StatusOr<wire::HelloMessage> hello = wire::DecodeHello(*frame);
     ASSERT_TRUE(hello.ok()) << hello.status();
     EXPECT_EQ(hello->agent_kind, GetParam().name);
-    EXPECT_EQ(hello->protocol_version, 3u);
+    EXPECT_EQ(hello->protocol_version, wire::kProtocolVersion);
+    EXPECT_EQ(wire::kProtocolVersion, 4u);
     EXPECT_EQ(hello->pid, agent_->pid());  // Same pid namespace in this suite.
     EXPECT_EQ(frame->sender_pid, agent_->pid());
   }
@@ -184,6 +185,45 @@ TEST_P(ConformanceTest, EventsRoundTripAsJson) {
   for (const auto& [event, expected] : cases) {
     EXPECT_EQ(ResultOf(RunOnNewSpare(MakeRun(event), 0)), expected) << "event " << event;
   }
+}
+
+// A child whose Run asks for it reports, after its Done, the pages it touched; one not
+// asked sends nothing more; a spare given those pages as a Prefault first answers the same.
+TEST_P(ConformanceTest, ReportsTouchedPagesAndTakesAPrefault) {
+  StartFunctionMode();
+  wire::RunMessage run = MakeRun(R"({"a": [1, 2]})");
+  run.report_touched = true;
+  Spare asked = SpawnSpare();
+  absl::StatusOr<wire::ReceivedFrame> reply = RunOn(asked, run);
+  ASSERT_TRUE(reply.ok()) << reply.status() << "\nstderr: " << agent_->Stderr();
+  EXPECT_EQ(ResultOf(*reply), R"({"a":[1,2]})");
+  absl::StatusOr<wire::ReceivedFrame> frame = wire::ReceiveFrame(asked.channel.get(), absl::Seconds(10));
+  ASSERT_TRUE(frame.ok()) << frame.status() << "\nstderr: " << agent_->Stderr();
+  absl::StatusOr<wire::TouchedMessage> touched = wire::DecodeTouched(*frame);
+  ASSERT_TRUE(touched.ok()) << touched.status();
+  EXPECT_EQ(touched->request_id, run.request_id);
+  // A Python request writes its heap.
+  EXPECT_TRUE(std::any_of(touched->runs.begin(), touched->runs.end(),
+                          [](const wire::PageRun& r) { return r.write; }));
+  ExpectReaped(asked.id, 0);
+
+  Spare quiet = SpawnSpare();
+  wire::RunMessage plain = MakeRun(R"({"a": [1, 2]})");
+  reply = RunOn(quiet, plain);
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_EQ(ResultOf(*reply), R"({"a":[1,2]})");
+  frame = wire::ReceiveFrame(quiet.channel.get(), absl::Seconds(10));
+  EXPECT_TRUE(wire::IsPeerClosed(frame.status())) << frame.status();
+  ExpectReaped(quiet.id, 0);
+
+  Spare prefaulted = SpawnSpare();
+  absl::StatusOr<wire::Frame> prefault = wire::Encode(wire::PrefaultMessage{touched->runs});
+  ASSERT_TRUE(prefault.ok()) << prefault.status();
+  ASSERT_TRUE(wire::SendFrame(prefaulted.channel.get(), *prefault, {}).ok());
+  reply = RunOn(prefaulted, MakeRun(R"({"a": [1, 2]})"));
+  ASSERT_TRUE(reply.ok()) << reply.status() << "\nstderr: " << agent_->Stderr();
+  EXPECT_EQ(ResultOf(*reply), R"({"a":[1,2]})");
+  ExpectReaped(prefaulted.id, 0);
 }
 
 TEST_P(ConformanceTest, PrintGoesToTheRequestStdio) {

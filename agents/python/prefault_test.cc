@@ -1,5 +1,6 @@
-// The prefault takes the copy-on-write faults up front: after it, writing memory the child
-// shares with its parent costs (almost) no page faults; without it, one fault per page.
+// The learned prefault, attempted across real forks: a child's scan names the pages it
+// wrote, and another child that takes those pages first then writes them with (almost) no
+// page faults, where a control child faults once per page.
 #include "agents/python/prefault.h"
 
 #include <gtest/gtest.h>
@@ -10,17 +11,16 @@
 
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
 
 namespace zygo::agents::python {
 namespace {
 
-constexpr size_t kRegionSize = 64 << 20;
-
-struct ChildReport {
-  long faults_on_write = -1;  // Minor faults taken while writing every page of the region.
-  size_t pages_touched = 0;
-  long long prefault_us = -1;
-};
+constexpr size_t kPage = 4096;
+constexpr size_t kRegionSize = 16 << 20;
+constexpr size_t kWrittenPages = 512;  // every 4th page of the region's first half
 
 long MinorFaults() {
   rusage usage{};
@@ -28,71 +28,126 @@ long MinorFaults() {
   return usage.ru_minflt;
 }
 
-// Forks; the child optionally prefaults, then writes each page of `region` and reports
-// the faults that took.
-ChildReport WriteInChild(char* region, bool prefault) {
-  int report_pipe[2];
-  EXPECT_EQ(::pipe(report_pipe), 0);
+// Runs `body` in a forked child and returns the bytes it wrote to its pipe.
+std::string InChild(const std::function<std::string()>& body) {
+  int pipe_fds[2];
+  EXPECT_EQ(::pipe(pipe_fds), 0);
   const pid_t child = ::fork();
   if (child == 0) {
-    ChildReport report;
-    if (prefault) {
-      absl::StatusOr<PrefaultStats> stats = PrefaultPrivateMemory();
-      if (!stats.ok()) ::_exit(1);
-      report.pages_touched = stats->pages_touched;
-      report.prefault_us = absl::ToInt64Microseconds(stats->elapsed);
-    }
-    const long before = MinorFaults();
-    for (size_t offset = 0; offset < kRegionSize; offset += 4096) region[offset] = 2;
-    report.faults_on_write = MinorFaults() - before;
-    ::_exit(::write(report_pipe[1], &report, sizeof(report)) == sizeof(report) ? 0 : 2);
+    ::close(pipe_fds[0]);
+    const std::string out = body();
+    const bool written = ::write(pipe_fds[1], out.data(), out.size()) ==
+                         static_cast<ssize_t>(out.size());
+    ::_exit(written ? 0 : 2);
   }
-  ::close(report_pipe[1]);
-  ChildReport report;
-  EXPECT_EQ(::read(report_pipe[0], &report, sizeof(report)), static_cast<ssize_t>(sizeof(report)));
-  ::close(report_pipe[0]);
+  ::close(pipe_fds[1]);
+  std::string out;
+  char buffer[65536];
+  ssize_t n;
+  while ((n = ::read(pipe_fds[0], buffer, sizeof(buffer))) > 0) out.append(buffer, n);
+  ::close(pipe_fds[0]);
   int wstatus = 0;
   EXPECT_EQ(::waitpid(child, &wstatus, 0), child);
   EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0);
-  return report;
+  return out;
 }
 
-TEST(PrefaultTest, SharedPagesAreFaultedAheadOfTheWrites) {
-  void* mapped =
-      ::mmap(nullptr, kRegionSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(mapped, MAP_FAILED);
-  char* region = static_cast<char*>(mapped);
-  // Transparent huge pages would make one fault cover 512 pages and blur the counts.
-  ::madvise(region, kRegionSize, MADV_NOHUGEPAGE);
-  std::memset(region, 1, kRegionSize);  // Present in the parent, so shared after fork.
-  const size_t pages = kRegionSize / 4096;
-
-  // Control: the same writes without the prefault fault once per page.
-  const ChildReport plain = WriteInChild(region, false);
-  EXPECT_GE(plain.faults_on_write, static_cast<long>(pages * 9 / 10));
-
-  const ChildReport prefaulted = WriteInChild(region, true);
-  EXPECT_GE(prefaulted.pages_touched, pages);
-  EXPECT_LT(prefaulted.faults_on_write, 100);
-  std::printf(
-      "prefault: %zu pages (%zu MiB shared region + the test's own) in %lld us, %.2f us "
-      "per page; writes afterwards took %ld faults (%ld without the prefault)\n",
-      prefaulted.pages_touched, kRegionSize >> 20, prefaulted.prefault_us,
-      static_cast<double>(prefaulted.prefault_us) / prefaulted.pages_touched,
-      prefaulted.faults_on_write, plain.faults_on_write);
-  ::munmap(region, kRegionSize);
+std::string Bytes(const std::vector<wire::PageRun>& runs) {
+  return std::string(reinterpret_cast<const char*>(runs.data()), runs.size() * sizeof(wire::PageRun));
+}
+std::vector<wire::PageRun> Runs(const std::string& bytes) {
+  std::vector<wire::PageRun> runs(bytes.size() / sizeof(wire::PageRun));
+  std::memcpy(runs.data(), bytes.data(), runs.size() * sizeof(wire::PageRun));
+  return runs;
 }
 
-TEST(PrefaultTest, UntouchedMemoryStaysUntouched) {
-  // A reservation never written in the parent must not become real memory in the child.
-  void* mapped = ::mmap(nullptr, kRegionSize, PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  ASSERT_NE(mapped, MAP_FAILED);
-  const ChildReport report = WriteInChild(static_cast<char*>(mapped), true);
-  EXPECT_LT(report.pages_touched, kRegionSize / 4096 / 2);
-  // Its pages were not present, so the writes afterwards fault as usual.
-  EXPECT_GE(report.faults_on_write, static_cast<long>(kRegionSize / 4096 * 9 / 10));
-  ::munmap(mapped, kRegionSize);
+// Whether [page, page + 4096) lies in a run of the given kind.
+bool Covered(const std::vector<wire::PageRun>& runs, uintptr_t page, bool write) {
+  for (const wire::PageRun& run : runs) {
+    if (run.write == write && page >= run.start && page < run.start + run.pages * kPage) {
+      return true;
+    }
+  }
+  return false;
+}
+
+class PrefaultTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    void* mapped =
+        ::mmap(nullptr, kRegionSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(mapped, MAP_FAILED);
+    region_ = static_cast<char*>(mapped);
+    // Transparent huge pages would make one fault cover 512 pages and blur the counts.
+    ::madvise(region_, kRegionSize, MADV_NOHUGEPAGE);
+    std::memset(region_, 1, kRegionSize);  // Present here, so shared with every child.
+  }
+  void TearDown() override { ::munmap(region_, kRegionSize); }
+
+  char* WrittenPage(size_t i) const { return region_ + i * 4 * kPage; }
+
+  // A child writes the chosen pages (after taking `prefault` first) and reports the faults.
+  long FaultsWriting(const std::vector<wire::PageRun>& prefault, size_t* taken) {
+    std::string out = InChild([&] {
+      const long taken_pages = static_cast<long>(PopulatePages(prefault));
+      const long before = MinorFaults();
+      for (size_t i = 0; i < kWrittenPages; ++i) *WrittenPage(i) = 2;
+      const long report[2] = {MinorFaults() - before, taken_pages};
+      return std::string(reinterpret_cast<const char*>(report), sizeof(report));
+    });
+    long report[2] = {-1, -1};
+    if (out.size() == sizeof(report)) std::memcpy(report, out.data(), sizeof(report));
+    *taken = static_cast<size_t>(report[1]);
+    return report[0];
+  }
+
+  char* region_ = nullptr;
+};
+
+TEST_F(PrefaultTest, ALaterChildTakesTheWrittenPagesAheadOfItsWrites) {
+  // The learner writes every 4th page of the region's first half.
+  const std::vector<wire::PageRun> runs = Runs(InChild([&] {
+    for (size_t i = 0; i < kWrittenPages; ++i) *WrittenPage(i) = 3;
+    absl::StatusOr<std::vector<wire::PageRun>> scanned = ScanTouchedPages();
+    return scanned.ok() ? Bytes(*scanned) : std::string();
+  }));
+  ASSERT_FALSE(runs.empty());
+  for (size_t i = 0; i < kWrittenPages; ++i) {
+    ASSERT_TRUE(Covered(runs, reinterpret_cast<uintptr_t>(WrittenPage(i)), true)) << "page " << i;
+  }
+  // Pages it never wrote stay out: the region's second half, still shared with this process.
+  for (size_t offset = kRegionSize / 2; offset < kRegionSize; offset += kPage) {
+    ASSERT_FALSE(Covered(runs, reinterpret_cast<uintptr_t>(region_ + offset), true)) << offset;
+  }
+
+  // The control: the same writes fault once per page without the prefault.
+  size_t taken = 0;
+  const long plain = FaultsWriting({}, &taken);
+  EXPECT_GE(plain, static_cast<long>(kWrittenPages * 9 / 10));
+
+  const long prefaulted = FaultsWriting(runs, &taken);
+  EXPECT_GE(taken, kWrittenPages);
+  EXPECT_LT(prefaulted, static_cast<long>(kWrittenPages / 10));
+  std::printf("writing %zu shared pages: %ld faults, %ld after taking %zu learned pages\n",
+              kWrittenPages, plain, prefaulted, taken);
+}
+
+TEST_F(PrefaultTest, RunsThisProcessDoesNotMapAreSkipped) {
+  // An address range that was mapped and is not any more, and one that allows no access.
+  void* gone = ::mmap(nullptr, 4 * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                      -1, 0);
+  ASSERT_NE(gone, MAP_FAILED);
+  ::munmap(gone, 4 * kPage);
+  void* none = ::mmap(nullptr, 4 * kPage, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(none, MAP_FAILED);
+  const uint64_t gone_at = reinterpret_cast<uintptr_t>(gone);
+  const uint64_t none_at = reinterpret_cast<uintptr_t>(none);
+  EXPECT_EQ(PopulatePages({{gone_at, 4, true}, {gone_at, 4, false}, {none_at, 4, true},
+                           {none_at, 4, false}}),
+            0u);
+  // The same call takes a run that is mapped (the control that it takes anything at all).
+  EXPECT_EQ(PopulatePages({{reinterpret_cast<uintptr_t>(region_), 4, true}}), 4u);
+  ::munmap(none, 4 * kPage);
 }
 
 }  // namespace

@@ -5,8 +5,10 @@
 
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "agents/python/prefault.h"
 #include "agents/python/py_json.h"
 #include "agents/wire/channel.h"
 
@@ -47,14 +49,27 @@ std::string Tail(const std::string& text, size_t limit) {
   ::_exit(1);
 }
 
-[[noreturn]] void ReportDone(const PreparedSpare& spare, uint64_t request_id, std::string json) {
+// After the answer, off the request's time: the pages this process touched, for the
+// supervisor to have later spares take ahead of their requests (prefault.h).
+void ReportTouched(const PreparedSpare& spare, uint64_t request_id) {
+  absl::StatusOr<std::vector<wire::PageRun>> runs = ScanTouchedPages();
+  if (!runs.ok()) return;
+  absl::StatusOr<wire::Frame> frame = wire::Encode(wire::TouchedMessage{request_id, *std::move(runs)});
+  if (frame.ok()) (void)wire::SendFrame(spare.channel, *frame, {});
+}
+
+[[noreturn]] void ReportDone(const PreparedSpare& spare, const wire::RunMessage& run,
+                             std::string json) {
   spare.interpreter->FlushStdio();
-  absl::StatusOr<wire::Frame> frame =
-      wire::Encode(wire::DoneMessage{request_id, wire::ExitKind::kExited, 0, std::move(json)});
+  absl::StatusOr<wire::Frame> frame = wire::Encode(
+      wire::DoneMessage{run.request_id, wire::ExitKind::kExited, 0, std::move(json)});
   if (!frame.ok()) {
-    ReportFailed(spare, request_id, {"ResultError", std::string(frame.status().message()), ""});
+    ReportFailed(spare, run.request_id,
+                 {"ResultError", std::string(frame.status().message()), ""});
   }
-  ::_exit(wire::SendFrame(spare.channel, *frame, {}).ok() ? 0 : 2);
+  if (!wire::SendFrame(spare.channel, *frame, {}).ok()) ::_exit(2);
+  if (run.report_touched) ReportTouched(spare, run.request_id);
+  ::_exit(0);
 }
 
 // Makes the request's stdin, stdout and stderr fds 0, 1 and 2 (dup2 clears CLOEXEC, and
@@ -139,7 +154,7 @@ void RunRequest(const PreparedSpare& spare, wire::ReceivedFrame& received,
       PythonToJson(api, std::get<PyRef>(result).get(), kMaxResultSize);
   if (!json.ok())
     ReportFailed(spare, id, {"ResultError", std::string(json.status().message()), ""});
-  ReportDone(spare, id, std::move(*json));
+  ReportDone(spare, run, std::move(*json));
 }
 
 }  // namespace zygo::agents::python

@@ -24,7 +24,7 @@ uint64_t GetLe(absl::string_view in, size_t offset, int bytes) {
 
 bool IsKnownMessageType(uint16_t raw) {
   return raw >= static_cast<uint16_t>(MessageType::kHello) &&
-         raw <= static_cast<uint16_t>(MessageType::kCompiled);
+         raw <= static_cast<uint16_t>(MessageType::kPrefault);
 }
 
 const char* MessageTypeName(MessageType type) {
@@ -49,6 +49,10 @@ const char* MessageTypeName(MessageType type) {
       return "Failed";
     case MessageType::kCompiled:
       return "Compiled";
+    case MessageType::kTouched:
+      return "Touched";
+    case MessageType::kPrefault:
+      return "Prefault";
   }
   return "Unknown";
 }

@@ -51,6 +51,9 @@ void DecodeAll(const ReceivedFrame& received) {
   (void)DecodePing(received);
   (void)DecodePong(received);
   (void)DecodeFailed(received);
+  (void)DecodeCompiled(received);
+  (void)DecodeTouched(received);
+  (void)DecodePrefault(received);
 }
 
 class FuzzChannelTest : public ::testing::TestWithParam<bool> {};
@@ -90,18 +93,21 @@ TEST(FuzzTest, RandomPayloadsIntoDecodersNeverCrash) {
   std::mt19937_64 rng(7);
   for (int i = 0; i < 5000; ++i) {
     ReceivedFrame received;
-    received.frame.type = static_cast<MessageType>(1 + rng() % 9);
+    received.frame.type = static_cast<MessageType>(1 + rng() % 12);
     received.frame.request_id = rng() % 3;
     // Payloads made of plausible field headers, so the field parser's paths get exercised.
     std::string payload;
     const int fields = rng() % 5;
     for (int f = 0; f < fields; ++f) {
-      const uint16_t tag = rng() % 6;
-      const uint32_t len = (rng() % 4 == 0) ? static_cast<uint32_t>(rng()) : rng() % 12;
+      const uint16_t tag = rng() % 8;
+      // Multiples of 16 now and then: whole page-run records for Touched and Prefault.
+      const uint32_t len = (rng() % 4 == 0)   ? static_cast<uint32_t>(rng())
+                           : (rng() % 3 == 0) ? 16 * (rng() % 3)
+                                              : rng() % 12;
       payload.push_back(static_cast<char>(tag));
       payload.push_back(0);
       for (int b = 0; b < 4; ++b) payload.push_back(static_cast<char>(len >> (8 * b)));
-      for (uint32_t b = 0; b < std::min<uint32_t>(len, 12); ++b) {
+      for (uint32_t b = 0; b < std::min<uint32_t>(len, 32); ++b) {
         payload.push_back(static_cast<char>(rng()));
       }
     }

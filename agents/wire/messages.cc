@@ -19,12 +19,17 @@ enum : uint16_t {
   kRunFdLayout = 4,
   kRunCode = 5,
   kRunBytecode = 6,
+  kRunReportTouched = 7,
 };
 enum : uint16_t { kForkedPid = 1 };
 enum : uint16_t { kDoneExitKind = 1, kDoneExitCode = 2, kDoneResult = 3 };
 enum : uint16_t { kErrorCode = 1, kErrorMessage = 2 };
 enum : uint16_t { kFailedErrorType = 1, kFailedMessage = 2, kFailedTraceback = 3 };
 enum : uint16_t { kCompiledBytecode = 1 };
+enum : uint16_t { kPageRuns = 1 };  // Touched and Prefault
+
+// A PageRun on the wire: start (u64), pages (u32), flags (u32: bit 0 write), little-endian.
+constexpr size_t kPageRunBytes = 16;
 
 constexpr FieldSpec kHelloSchema[] = {
     {kHelloAgentKind, FieldKind::kBytes, kMaxAgentKindSize, true},
@@ -38,9 +43,16 @@ constexpr FieldSpec kRunSchema[] = {
     {kRunFdLayout, FieldKind::kU64, 8, true},
     {kRunCode, FieldKind::kBytes, kMaxPayloadSize, false},
     {kRunBytecode, FieldKind::kBytes, kMaxPayloadSize, false},
+    {kRunReportTouched, FieldKind::kU64, 8, false},
 };
 constexpr FieldSpec kCompiledSchema[] = {
     {kCompiledBytecode, FieldKind::kBytes, kMaxPayloadSize, true},
+};
+constexpr FieldSpec kTouchedSchema[] = {
+    {kPageRuns, FieldKind::kBytes, kMaxPageRuns * kPageRunBytes, false},
+};
+constexpr FieldSpec kPrefaultSchema[] = {
+    {kPageRuns, FieldKind::kBytes, kMaxPageRuns * kPageRunBytes, true},
 };
 constexpr FieldSpec kForkedSchema[] = {{kForkedPid, FieldKind::kU64, 8, true}};
 constexpr FieldSpec kDoneSchema[] = {
@@ -121,6 +133,57 @@ absl::Status ValidateRun(const RunMessage& m) {
       return absl::OkStatus();
   }
   return Invalid(MessageType::kRun, "unknown fd layout");
+}
+
+absl::Status ValidatePageRuns(MessageType type, const std::vector<PageRun>& runs) {
+  if (runs.size() > kMaxPageRuns) {
+    return Invalid(type, absl::StrCat(runs.size(), " page runs; at most ", kMaxPageRuns));
+  }
+  uint64_t pages = 0;
+  for (const PageRun& run : runs) {
+    if (run.start % kPageBytes != 0 || run.pages == 0 ||
+        run.start > UINT64_MAX - uint64_t{run.pages} * kPageBytes) {
+      return Invalid(type, absl::StrCat("bad page run at ", run.start, " of ", run.pages));
+    }
+    pages += run.pages;
+  }
+  if (pages > kMaxPageRunPages) {
+    return Invalid(type, absl::StrCat(pages, " pages; at most ", kMaxPageRunPages));
+  }
+  return absl::OkStatus();
+}
+
+std::string PackPageRuns(const std::vector<PageRun>& runs) {
+  std::string out;
+  out.reserve(runs.size() * kPageRunBytes);
+  auto put = [&out](uint64_t value, int bytes) {
+    for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xFF));
+  };
+  for (const PageRun& run : runs) {
+    put(run.start, 8);
+    put(run.pages, 4);
+    put(run.write ? 1 : 0, 4);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<PageRun>> UnpackPageRuns(MessageType type, absl::string_view bytes) {
+  if (bytes.size() % kPageRunBytes != 0) {
+    return Invalid(type, absl::StrCat("page runs of ", bytes.size(), " bytes"));
+  }
+  auto get = [&bytes](size_t at, int count) {
+    uint64_t value = 0;
+    for (int i = 0; i < count; ++i) value |= uint64_t{static_cast<uint8_t>(bytes[at + i])} << (8 * i);
+    return value;
+  };
+  std::vector<PageRun> runs;
+  for (size_t at = 0; at < bytes.size(); at += kPageRunBytes) {
+    const uint64_t flags = get(at + 12, 4);
+    if (flags > 1) return Invalid(type, absl::StrCat("page run flags ", flags));
+    runs.push_back({get(at, 8), static_cast<uint32_t>(get(at + 8, 4)), flags == 1});
+  }
+  ZYGO_RETURN_IF_ERROR(ValidatePageRuns(type, runs));
+  return runs;
 }
 
 absl::Status ValidateForked(const ForkedMessage& m) {
@@ -219,6 +282,7 @@ absl::StatusOr<Frame> Encode(const RunMessage& m) {
   writer.AddU64(kRunFdLayout, static_cast<uint64_t>(m.fd_layout));
   if (!m.code.empty()) writer.AddBytes(kRunCode, m.code);
   if (!m.bytecode.empty()) writer.AddBytes(kRunBytecode, m.bytecode);
+  if (m.report_touched) writer.AddU64(kRunReportTouched, 1);
   return CheckedFrame(MakeFrame(MessageType::kRun, m.request_id, writer.Finish()));
 }
 
@@ -308,6 +372,11 @@ absl::StatusOr<RunMessage> DecodeRun(const ReceivedFrame& received) {
   m.fd_layout = static_cast<FdLayout>(layout);
   m.code = std::string(reader.Bytes(kRunCode).value_or(""));
   m.bytecode = std::string(reader.Bytes(kRunBytecode).value_or(""));
+  const uint64_t report_touched = reader.U64(kRunReportTouched).value_or(0);
+  if (report_touched > 1) {
+    return Invalid(MessageType::kRun, absl::StrCat("report_touched ", report_touched));
+  }
+  m.report_touched = report_touched == 1;
   ZYGO_RETURN_IF_ERROR(CheckFrame(received, MessageType::kRun, FdCount(m.fd_layout)));
   ZYGO_RETURN_IF_ERROR(ValidateRun(m));
   return m;
@@ -399,6 +468,46 @@ absl::StatusOr<CompiledMessage> DecodeCompiled(const ReceivedFrame& received) {
   ZYGO_RETURN_IF_ERROR(CheckRequestId(MessageType::kCompiled, received.frame.request_id));
   return CompiledMessage{received.frame.request_id,
                          std::string(*reader.Bytes(kCompiledBytecode))};
+}
+
+absl::StatusOr<Frame> Encode(const TouchedMessage& m) {
+  ZYGO_RETURN_IF_ERROR(CheckRequestId(MessageType::kTouched, m.request_id));
+  ZYGO_RETURN_IF_ERROR(ValidatePageRuns(MessageType::kTouched, m.runs));
+  FieldWriter writer;
+  if (!m.runs.empty()) writer.AddBytes(kPageRuns, PackPageRuns(m.runs));
+  return CheckedFrame(MakeFrame(MessageType::kTouched, m.request_id, writer.Finish()));
+}
+
+absl::StatusOr<Frame> Encode(const PrefaultMessage& m) {
+  if (m.runs.empty()) return Invalid(MessageType::kPrefault, "no page runs");
+  ZYGO_RETURN_IF_ERROR(ValidatePageRuns(MessageType::kPrefault, m.runs));
+  return CheckedFrame(MakeFrame(MessageType::kPrefault, 0,
+                                FieldWriter().AddBytes(kPageRuns, PackPageRuns(m.runs)).Finish()));
+}
+
+absl::StatusOr<TouchedMessage> DecodeTouched(const ReceivedFrame& received) {
+  ZYGO_RETURN_IF_ERROR(CheckFrame(received, MessageType::kTouched, 0));
+  ZYGO_ASSIGN_OR_RETURN(FieldReader reader,
+                        FieldReader::Parse(received.frame.payload, kTouchedSchema));
+  ZYGO_RETURN_IF_ERROR(CheckRequestId(MessageType::kTouched, received.frame.request_id));
+  TouchedMessage m;
+  m.request_id = received.frame.request_id;
+  ZYGO_ASSIGN_OR_RETURN(m.runs, UnpackPageRuns(MessageType::kTouched,
+                                               reader.Bytes(kPageRuns).value_or("")));
+  return m;
+}
+
+absl::StatusOr<PrefaultMessage> DecodePrefault(const ReceivedFrame& received) {
+  ZYGO_RETURN_IF_ERROR(CheckFrame(received, MessageType::kPrefault, 0));
+  ZYGO_ASSIGN_OR_RETURN(FieldReader reader,
+                        FieldReader::Parse(received.frame.payload, kPrefaultSchema));
+  if (received.frame.request_id != 0) {
+    return Invalid(MessageType::kPrefault, "request id must be 0");
+  }
+  PrefaultMessage m;
+  ZYGO_ASSIGN_OR_RETURN(m.runs, UnpackPageRuns(MessageType::kPrefault, *reader.Bytes(kPageRuns)));
+  if (m.runs.empty()) return Invalid(MessageType::kPrefault, "no page runs");
+  return m;
 }
 
 }  // namespace zygo::wire

@@ -2,14 +2,16 @@
 // builds a Frame; each Decode checks the frame's type, fd count and request id, then parses
 // the payload strictly (see fields.h). Decoders take untrusted input and never crash on it.
 //
-// Protocol v3 has two kinds of channel (both SOCK_SEQPACKET socketpairs):
+// Protocol v4 has two kinds of channel (both SOCK_SEQPACKET socketpairs):
 //   zygote channel (supervisor <-> zygote agent):  zygote: Hello;  supervisor: Spawn(spare);
 //     the forked CHILD itself: Forked(spare, pid, +1 fd: the supervisor's end of a new child
 //     channel), so SCM_CREDENTIALS name the child;  zygote, once it reaped the child:
 //     Done(spare, exit status). EOF from the supervisor: the zygote exits.
 //   child channel (supervisor <-> one spare):  supervisor: Run(request, +fds);  child:
 //     Done(result, exit 0) or Failed(type, message, traceback, exit 1); a pool child given
-//     a script's source may first send Compiled(bytecode), made before any of it ran.
+//     a script's source may first send Compiled(bytecode), made before any of it ran; a
+//     child whose Run said report_touched sends Touched(pages) after its Done. Before a Run,
+//     the supervisor may send Prefault(pages): pages an earlier child touched, to take now.
 // Either side may send Error instead of its next message; Ping/Pong check liveness.
 #ifndef ZYGO_AGENTS_WIRE_MESSAGES_H_
 #define ZYGO_AGENTS_WIRE_MESSAGES_H_
@@ -17,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -35,6 +38,10 @@ inline constexpr size_t kForkedFdCount = 1;
 inline constexpr uint64_t kMaxDeadlineMs = 24ull * 60 * 60 * 1000;
 // PID_MAX_LIMIT on 64-bit Linux (include/linux/threads.h).
 inline constexpr int64_t kMaxPid = 4 * 1024 * 1024;
+// Touched and Prefault: at most this many runs (16 bytes each on the wire) and pages.
+inline constexpr size_t kMaxPageRuns = 4096;
+inline constexpr uint64_t kMaxPageRunPages = 64 * 1024;  // 256 MiB of 4 KiB pages
+inline constexpr uint64_t kPageBytes = 4096;
 
 // Which fds a Run frame carries, in order.
 enum class FdLayout : uint8_t {
@@ -63,6 +70,33 @@ struct RunMessage {
   // Optional, exclusive with `code`: the script as a Compiled message from a child of the
   // same zygote carried it (opaque to the protocol; the agent that made it reads it).
   std::string bytecode;
+  // Optional: after its Done, the child sends Touched (an agent that cannot may ignore it).
+  bool report_touched = false;
+};
+
+// Adjacent pages of a process's memory, by address (the same in every child of a zygote).
+struct PageRun {
+  uint64_t start = 0;  // page-aligned
+  uint32_t pages = 0;  // at least 1
+  bool write = false;  // private writable memory, taken by a write; else read only
+  bool operator==(const PageRun& other) const {
+    return start == other.start && pages == other.pages && write == other.write;
+  }
+};
+
+// child -> supervisor (child channel), after Done when the Run asked for it: the pages this
+// process touched since the fork (present in its page tables; of private writable memory,
+// those no longer shared with the zygote). At most kMaxPageRuns runs and kMaxPageRunPages
+// pages; may be empty.
+struct TouchedMessage {
+  uint64_t request_id = 0;
+  std::vector<PageRun> runs;
+};
+
+// supervisor -> child (child channel), before its Run, request_id 0: take these pages now
+// (write-fault or map them), so the request does not. Not answered. Same bounds, not empty.
+struct PrefaultMessage {
+  std::vector<PageRun> runs;
 };
 
 // child -> supervisor (child channel), optional, before Done/Failed: the Run's `code`
@@ -141,6 +175,8 @@ absl::StatusOr<Frame> Encode(const PingMessage& message);
 absl::StatusOr<Frame> Encode(const PongMessage& message);
 absl::StatusOr<Frame> Encode(const FailedMessage& message);
 absl::StatusOr<Frame> Encode(const CompiledMessage& message);
+absl::StatusOr<Frame> Encode(const TouchedMessage& message);
+absl::StatusOr<Frame> Encode(const PrefaultMessage& message);
 
 // Each decoder also requires the number of fds the message type allows: FdCount(fd_layout)
 // for Run, kForkedFdCount for Forked, none for the others. The fds stay owned by `received`.
@@ -154,6 +190,8 @@ absl::StatusOr<PingMessage> DecodePing(const ReceivedFrame& received);
 absl::StatusOr<PongMessage> DecodePong(const ReceivedFrame& received);
 absl::StatusOr<FailedMessage> DecodeFailed(const ReceivedFrame& received);
 absl::StatusOr<CompiledMessage> DecodeCompiled(const ReceivedFrame& received);
+absl::StatusOr<TouchedMessage> DecodeTouched(const ReceivedFrame& received);
+absl::StatusOr<PrefaultMessage> DecodePrefault(const ReceivedFrame& received);
 
 }  // namespace zygo::wire
 

@@ -200,6 +200,60 @@ TEST_F(MessagesTest, CompiledRoundTripAndRunBytecode) {
   EXPECT_FALSE(Encode(run).ok());
 }
 
+TEST_F(MessagesTest, TouchedAndPrefaultRoundTrip) {
+  const std::vector<PageRun> runs = {{0x7f0000001000, 3, true}, {0x400000, 1, false}};
+  absl::StatusOr<TouchedMessage> touched = DecodeTouched(Transfer(TouchedMessage{9, runs}));
+  ASSERT_TRUE(touched.ok()) << touched.status();
+  EXPECT_EQ(touched->request_id, 9u);
+  EXPECT_EQ(touched->runs, runs);
+  touched = DecodeTouched(Transfer(TouchedMessage{9, {}}));  // nothing touched: allowed
+  ASSERT_TRUE(touched.ok()) << touched.status();
+  EXPECT_TRUE(touched->runs.empty());
+
+  absl::StatusOr<PrefaultMessage> prefault = DecodePrefault(Transfer(PrefaultMessage{runs}));
+  ASSERT_TRUE(prefault.ok()) << prefault.status();
+  EXPECT_EQ(prefault->runs, runs);
+
+  RunMessage run{3, "handler.py:main", "", 10, FdLayout::kNone};
+  for (bool report : {false, true}) {
+    run.report_touched = report;
+    absl::StatusOr<Frame> frame = Encode(run);
+    ASSERT_TRUE(frame.ok()) << frame.status();
+    ReceivedFrame received;
+    received.frame = *frame;
+    absl::StatusOr<RunMessage> decoded = DecodeRun(received);
+    ASSERT_TRUE(decoded.ok()) << decoded.status();
+    EXPECT_EQ(decoded->report_touched, report);
+  }
+}
+
+TEST(MessagesValidationTest, PageRunLimits) {
+  EXPECT_FALSE(Encode(PrefaultMessage{}).ok());                        // nothing to take
+  EXPECT_FALSE(Encode(TouchedMessage{0, {}}).ok());                     // request id 0
+  EXPECT_FALSE(Encode(PrefaultMessage{{{0x1001, 1, true}}}).ok());      // not page-aligned
+  EXPECT_FALSE(Encode(PrefaultMessage{{{0x1000, 0, true}}}).ok());      // no pages
+  EXPECT_FALSE(Encode(PrefaultMessage{{{~uint64_t{0xFFF}, 2, true}}}).ok());  // wraps
+  std::vector<PageRun> too_many(kMaxPageRuns + 1, PageRun{0x1000, 1, false});
+  EXPECT_FALSE(Encode(PrefaultMessage{too_many}).ok());
+  EXPECT_FALSE(Encode(PrefaultMessage{{{0x1000, kMaxPageRunPages + 1, true}}}).ok());
+  EXPECT_TRUE(Encode(PrefaultMessage{{{0x1000, kMaxPageRunPages, true}}}).ok());
+
+  // Decoders see raw bytes: a run whose flags are not 0 or 1, a torn record, an id.
+  auto frame_of = [](MessageType type, uint64_t id, std::string runs) {
+    ReceivedFrame received;
+    received.frame = {type, id, FieldWriter().AddBytes(1, runs).Finish()};
+    return received;
+  };
+  std::string record("\x00\x10\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x01\x00\x00\x00", 16);
+  EXPECT_TRUE(DecodePrefault(frame_of(MessageType::kPrefault, 0, record)).ok());
+  EXPECT_FALSE(DecodePrefault(frame_of(MessageType::kPrefault, 1, record)).ok());
+  EXPECT_FALSE(DecodePrefault(frame_of(MessageType::kPrefault, 0, record.substr(0, 15))).ok());
+  std::string bad_flags = record;
+  bad_flags[12] = 2;
+  EXPECT_FALSE(DecodePrefault(frame_of(MessageType::kPrefault, 0, bad_flags)).ok());
+  EXPECT_FALSE(DecodeTouched(frame_of(MessageType::kTouched, 0, record)).ok());
+}
+
 TEST(MessagesValidationTest, FailedLimits) {
   EXPECT_FALSE(Encode(FailedMessage{0, "E", "", ""}).ok());  // request id 0
   EXPECT_FALSE(Encode(FailedMessage{1, "", "m", ""}).ok());  // no type
