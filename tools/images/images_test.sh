@@ -45,4 +45,12 @@ check "no whiteout files leak" test -z "$(find "$root" -name '.wh.*')"
 config=$(skopeo inspect --config "oci:$tmp/images/busybox-multilayer")
 check "multilayer config" grep -q '"User":"1000:1000"' <<<"$(tr -d ' \n' <<<"$config")"
 
+check "skopeo inspect oci:python-host" quiet skopeo inspect "oci:$tmp/images/python-host"
+umoci unpack "${rootless[@]}" --image "$tmp/images/python-host:latest" "$tmp/py" >/dev/null
+root=$tmp/py/rootfs
+check "python-host has its own libpython" test -f "$root/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0"
+check "python-host has the interpreter" test -x "$root/usr/bin/python3.11"
+check "python-host has the marker module" \
+  test -n "$(find "$root/usr/lib" -name zygo_image_marker.py)"
+
 finish images_test
