@@ -51,9 +51,9 @@ TEST(LearnedPrefaultTest, LearnsFromTheFirstReportsOnly) {
   EXPECT_EQ(decoded->runs, want);
 }
 
-TEST(LearnedPrefaultTest, BudgetIsAQuarterOfTheMemoryLimitAtMost32MiB) {
-  EXPECT_EQ(LearnedPrefault(0).max_pages(), (32u << 20) / kPage);
-  EXPECT_EQ(LearnedPrefault(int64_t{1} << 30).max_pages(), (32u << 20) / kPage);
+TEST(LearnedPrefaultTest, BudgetIsAQuarterOfTheMemoryLimitAtMost8MiB) {
+  EXPECT_EQ(LearnedPrefault(0).max_pages(), (8u << 20) / kPage);
+  EXPECT_EQ(LearnedPrefault(int64_t{1} << 30).max_pages(), (8u << 20) / kPage);
   EXPECT_EQ(LearnedPrefault(16 << 20).max_pages(), (4u << 20) / kPage);
   // A report far over the budget is cut to it.
   LearnedPrefault small(16 << 20);

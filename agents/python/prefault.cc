@@ -119,12 +119,16 @@ absl::StatusOr<std::vector<wire::PageRun>> ScanTouchedPages() {
   return collector.Take();
 }
 
-size_t PopulatePages(const std::vector<wire::PageRun>& runs) {
+size_t PopulatePages(const std::vector<wire::PageRun>& runs, const std::function<bool()>& stop) {
   size_t taken = 0;
   for (const wire::PageRun& run : runs) {
     const int advice = run.write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ;
-    if (::madvise(reinterpret_cast<void*>(run.start), run.pages * wire::kPageBytes, advice) == 0) {
-      taken += run.pages;
+    for (uint64_t done = 0; done < run.pages; done += kPopulateSlicePages) {
+      if (stop()) return taken;
+      const uint64_t pages = std::min<uint64_t>(kPopulateSlicePages, run.pages - done);
+      void* start = reinterpret_cast<void*>(run.start + done * wire::kPageBytes);
+      if (::madvise(start, pages * wire::kPageBytes, advice) != 0) break;  // not all mapped
+      taken += pages;
     }
   }
   return taken;

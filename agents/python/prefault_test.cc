@@ -150,5 +150,15 @@ TEST_F(PrefaultTest, RunsThisProcessDoesNotMapAreSkipped) {
   ::munmap(none, 4 * kPage);
 }
 
+TEST_F(PrefaultTest, StopsBetweenSlicesWhenARequestArrives) {
+  const wire::PageRun all{reinterpret_cast<uintptr_t>(region_), kRegionSize / kPage, true};
+  int asked = 0;
+  // "A request arrived" from the second check on: one slice is taken, then no more.
+  EXPECT_EQ(PopulatePages({all}, [&] { return ++asked > 1; }), kPopulateSlicePages);
+  EXPECT_EQ(asked, 2);
+  EXPECT_EQ(PopulatePages({all}, [] { return true; }), 0u);
+  EXPECT_EQ(PopulatePages({all}), kRegionSize / kPage);  // never stopped: every slice
+}
+
 }  // namespace
 }  // namespace zygo::agents::python

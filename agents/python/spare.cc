@@ -76,11 +76,14 @@ void PythonSpareRunner::RunSpare(const SpareContext& context) {
 void PythonSpareRunner::Prefault(int channel, const wire::ReceivedFrame& received) {
   absl::StatusOr<wire::PrefaultMessage> prefault = wire::DecodePrefault(received);
   if (!prefault.ok()) return;  // Only an optimisation: the spare serves without it.
-  // A Run already waiting (a busy function) would wait for pages it mostly takes anyway.
-  pollfd waiting{channel, POLLIN, 0};
-  if (::poll(&waiting, 1, 0) > 0) return;
+  // A Run waiting (a busy function) goes first: it would wait for pages it mostly takes
+  // anyway, and a large set must never hold a request up.
+  const auto run_waiting = [channel] {
+    pollfd waiting{channel, POLLIN, 0};
+    return ::poll(&waiting, 1, 0) > 0;
+  };
   const absl::Time start = absl::Now();
-  const size_t pages = PopulatePages(prefault->runs);
+  const size_t pages = PopulatePages(prefault->runs, run_waiting);
   if (verbose_) {
     size_t written = 0;
     for (const wire::PageRun& run : prefault->runs) written += run.write ? run.pages : 0;
