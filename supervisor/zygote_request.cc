@@ -185,7 +185,8 @@ void DescribeEnd(const Answer& answer, std::optional<int> status, const core::Cg
 
 }  // namespace
 
-// After the reply: the child scans its pages once it has sent Done (well under 1 ms).
+// After the reply, off the request's time: the child sends Touched once it has scanned its
+// pages, after its Done; waited for at most 100 ms.
 void Zygote::LearnTouched(Spare& spare) {
   absl::StatusOr<wire::ReceivedFrame> frame =
       wire::ReceiveFrame(spare.channel.get(), absl::Milliseconds(100));
