@@ -67,6 +67,8 @@ class Zygote {
  public:
   // Per pool zygote: thousands of small scripts fit; the oldest go first beyond it.
   static constexpr size_t kMaxBytecodeCacheBytes = 64 << 20;
+  // Spares a request is offered to when the one it was sent to has died meanwhile.
+  static constexpr int kSendAttempts = 3;
 
   // Starts the sandbox and waits until the agent says Hello (warm) or fails; the error
   // carries the end of what the agent printed (an import error's traceback, say).
@@ -104,6 +106,8 @@ class Zygote {
   void DestroySpare(std::unique_ptr<Spare> spare);
   void RetireSpare(std::unique_ptr<Spare> spare);
   void LearnTouched(Spare& spare);
+  absl::Status SendRun(Spare& spare, const SpareRequest& request, bool report_touched,
+                       bool* sent_code);
   absl::StatusOr<std::unique_ptr<core::Cgroup>> RequestCgroup();
   void DestroyFreeCgroups();
   std::string LogTail() const;

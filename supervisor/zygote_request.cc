@@ -15,6 +15,7 @@
 #include "agents/wire/channel.h"
 #include "agents/wire/messages.h"
 #include "core/base/errno_status.h"
+#include "core/base/status_macros.h"
 #include "supervisor/zygote.h"
 #include "supervisor/zygote_spare.h"
 
@@ -195,60 +196,77 @@ void Zygote::LearnTouched(Spare& spare) {
   if (touched.ok()) prefault_.Learn(touched->runs);
 }
 
+// The request's stdin into the spare's memfd, then its Run with the stdio fds. A Run that
+// cannot be encoded is InvalidArgument; a spare that is gone, wire::IsPeerClosed.
+absl::Status Zygote::SendRun(Spare& spare, const SpareRequest& request, bool report_touched,
+                             bool* sent_code) {
+  const int in = spare.stdio[0].get(), out = spare.stdio[1].get(), err = spare.stdio[2].get();
+  ZYGO_RETURN_IF_ERROR(FillStdin(in, request.stdin_data));
+  wire::RunMessage run;
+  run.request_id = request.request_id;
+  run.entry = request.entry;
+  run.event = request.event;
+  run.deadline_ms = static_cast<uint64_t>(std::max<int64_t>(1, request.timeout_ms));
+  run.fd_layout = wire::FdLayout::kStdio;
+  run.report_touched = report_touched;
+  absl::StatusOr<wire::Frame> frame = absl::UnknownError("not encoded");
+  if (!request.code.empty()) {
+    std::optional<std::string> bytecode = bytecode_.Find(request.entry);
+    if (bytecode.has_value()) {
+      run.bytecode = *std::move(bytecode);
+      frame = wire::Encode(run);
+    }
+  }
+  *sent_code = false;
+  if (!frame.ok()) {  // No bytecode yet, or it does not fit beside the event: the source.
+    run.bytecode.clear();
+    run.code = request.code;
+    frame = wire::Encode(run);
+    *sent_code = !run.code.empty();
+  }
+  if (!frame.ok()) return frame.status();
+  return wire::SendFrame(spare.channel.get(), *frame, {in, out, err});
+}
+
 void Zygote::Run(const SpareRequest& request, const CancelSignal& cancel,
                  const std::function<void(ExecReply)>& deliver) {
   const auto start = Clock::now();
   const auto deadline = start + std::chrono::milliseconds(request.timeout_ms);
   ExecReply reply;
-  absl::StatusOr<std::unique_ptr<Spare>> taken = TakeSpare(request.timeout_ms, cancel);
-  if (!taken.ok()) {
-    reply.status = taken.status();
+  const bool report_touched = config_.learn_prefault && prefault_.WantsReport();
+  std::unique_ptr<Spare> spare;
+  bool sent_code = false;
+  auto sent_at = start;
+  // A spare can die between being taken and getting its Run (its zygote was killed, say).
+  // Nothing of the request reached it then, so it goes to the next spare; one whose zygote
+  // is gone makes TakeSpare say so.
+  for (int attempt = 1;; ++attempt) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    absl::StatusOr<std::unique_ptr<Spare>> taken = TakeSpare(std::max<int64_t>(0, left.count()), cancel);
+    if (!taken.ok()) {
+      reply.status = taken.status();
+      reply.timings.total_us = Micros(start, Clock::now());
+      deliver(std::move(reply));
+      return;
+    }
+    spare = *std::move(taken);
+    absl::Status sent = SendRun(*spare, request, report_touched, &sent_code);
+    sent_at = Clock::now();
+    if (sent.ok()) break;
+    DestroySpare(std::move(spare));
+    TopUpSpares();
+    if (wire::IsPeerClosed(sent) && attempt < kSendAttempts) continue;
+    reply.status = wire::IsPeerClosed(sent)
+                       ? absl::UnavailableError("the spares died before the request reached one")
+                       : absl::InvalidArgumentError(
+                             absl::StrCat("cannot send the request: ", sent.message()));
     reply.timings.total_us = Micros(start, Clock::now());
     deliver(std::move(reply));
     return;
   }
-  std::unique_ptr<Spare> spare = *std::move(taken);
   reply.timings.fork_us = spare->fork_us;
   reply.timings.admit_us = spare->admit_us;
-
-  const int in = spare->stdio[0].get(), out = spare->stdio[1].get(), err = spare->stdio[2].get();
-  const bool report_touched = config_.learn_prefault && prefault_.WantsReport();
-  absl::Status sent = FillStdin(in, request.stdin_data);
-  const auto sent_at = Clock::now();
-  bool sent_code = false;
-  if (sent.ok()) {
-    wire::RunMessage run;
-    run.request_id = request.request_id;
-    run.entry = request.entry;
-    run.event = request.event;
-    run.deadline_ms = static_cast<uint64_t>(std::max<int64_t>(1, request.timeout_ms));
-    run.fd_layout = wire::FdLayout::kStdio;
-    run.report_touched = report_touched;
-    absl::StatusOr<wire::Frame> frame = absl::UnknownError("not encoded");
-    if (!request.code.empty()) {
-      std::optional<std::string> bytecode = bytecode_.Find(request.entry);
-      if (bytecode.has_value()) {
-        run.bytecode = *std::move(bytecode);
-        frame = wire::Encode(run);
-      }
-    }
-    if (!frame.ok()) {  // No bytecode yet, or it does not fit beside the event: the source.
-      run.bytecode.clear();
-      run.code = request.code;
-      frame = wire::Encode(run);
-      sent_code = !run.code.empty();
-    }
-    sent = frame.ok() ? wire::SendFrame(spare->channel.get(), *frame, {in, out, err})
-                      : frame.status();
-  }
-  if (!sent.ok()) {
-    reply.status = absl::InvalidArgumentError(
-        absl::StrCat("cannot send the request: ", sent.message()));
-    DestroySpare(std::move(spare));
-    deliver(std::move(reply));
-    TopUpSpares();
-    return;
-  }
+  const int out = spare->stdio[1].get(), err = spare->stdio[2].get();
 
   Answer answer = AwaitAnswer(spare->channel.get(), cancel, deadline, sent_code);
   if (!answer.compiled.empty()) bytecode_.Add(request.entry, std::move(answer.compiled));
