@@ -114,8 +114,7 @@ class HttpServer::ReplyQueue {
 // socket keeps the fd number from being reused if the loop closes the connection.
 class HttpServer::ExecReplyWriter {
  public:
-  ExecReplyWriter(base::UniqueFd socket, bool keep_alive, bool http10)
-      : socket_(std::move(socket)), keep_alive_(keep_alive), http10_(http10) {}
+  explicit ExecReplyWriter(base::UniqueFd socket) : socket_(std::move(socket)) {}
 
   // Any thread. Writes what the socket takes now without blocking; returns how much.
   size_t Write(const std::string& response) {
@@ -133,13 +132,9 @@ class HttpServer::ExecReplyWriter {
   // Loop thread: the connection closed; a reply arriving later goes nowhere.
   void Abandon() { abandoned_.store(true); }
 
-  bool keep_alive() const { return keep_alive_; }
-  bool http10() const { return http10_; }
 
  private:
   const base::UniqueFd socket_;
-  const bool keep_alive_;
-  const bool http10_;
   std::atomic<bool> abandoned_{false};
 };
 
@@ -319,7 +314,7 @@ class HttpServer::Connection : public std::enable_shared_from_this<Connection> {
     if (uv_fileno(reinterpret_cast<uv_handle_t*>(&pipe_), &fd) != 0) return nullptr;
     base::UniqueFd copy(fcntl(fd, F_DUPFD_CLOEXEC, 0));
     if (!copy.valid()) return nullptr;
-    return std::make_shared<ExecReplyWriter>(std::move(copy), keep_alive_, http10_);
+    return std::make_shared<ExecReplyWriter>(std::move(copy));
   }
 
   void StartExec(ExecRequest exec) {

@@ -77,6 +77,24 @@ void ServiceFixture::StartService() {
 void ServiceFixture::TearDown() {
   if (service_) service_->Shutdown();
   service_.reset();
+  if (!image_store_.empty()) unsetenv("ZYGO_HOME");
+}
+
+void ServiceFixture::UseOwnImageStore() {
+  image_store_ = dir_ + "/store";
+  ASSERT_EQ(setenv("ZYGO_HOME", image_store_.c_str(), 1), 0);
+}
+
+void ServiceFixture::LoadTestImage(const std::string& name, const std::string& ref) {
+  ASSERT_FALSE(image_store_.empty()) << "UseOwnImageStore first";
+  absl::StatusOr<testing::TestImage> image = testing::BuildTestImage(name);
+  ASSERT_TRUE(image.ok()) << image.status();
+  testing::RunOptions options;
+  options.env = {"ZYGO_HOME=" + image_store_};
+  options.want_outcome = false;
+  testing::RunResult loaded =
+      testing::RunOnHost({testing::ZygoPath(), "load", image->layout, ref}, options);
+  ASSERT_EQ(loaded.exit_code, 0) << loaded.err;
 }
 
 void ServiceFixture::WriteCode(const std::string& name, const std::string& content) {

@@ -25,6 +25,12 @@ class ServiceFixture : public ::testing::Test {
   ExecReply Call(const std::string& name, const std::string& event = "",
                  const std::string& script = "");
 
+  // Points the service at an image store of this test's own (ZYGO_HOME, unset again in
+  // TearDown); functions on `image = "REF"` find what LoadTestImage put there.
+  void UseOwnImageStore();
+  // Builds the test image `name` (tools/images) and `zygo load`s it into that store as `ref`.
+  void LoadTestImage(const std::string& name, const std::string& ref);
+
   // The agents of this test's own sandboxes (their grandparent is this process), and
   // every process below them (spares and requests).
   static std::vector<int> OurAgents();
@@ -37,6 +43,7 @@ class ServiceFixture : public ::testing::Test {
   std::string dir_;   // code dir and base dir for specs
   std::unique_ptr<SupervisorService> service_;
   int workers_ = 16;
+  std::string image_store_;  // UseOwnImageStore's, or empty
 };
 
 }  // namespace zygo::supervisor

@@ -156,12 +156,7 @@ TEST_F(WarmExecTest, NothingLeftBehind) {
 // A function on an OCI image from the image store (`zygo load`ed here: the supervisor never
 // pulls): the sandbox's root is the image's flattened root, with its config's Env and User.
 TEST_F(WarmExecTest, RunsOnAnOciImageFromTheStore) {
-  const std::string store = dir_ + "/store";
-  // The service finds the image store through ZYGO_HOME, for this test only.
-  struct UnsetOnExit {
-    ~UnsetOnExit() { unsetenv("ZYGO_HOME"); }
-  } unset_on_exit;
-  ASSERT_EQ(setenv("ZYGO_HOME", store.c_str(), 1), 0);
+  UseOwnImageStore();
   UpExec("img",
          "[\"/bin/sh\", \"-c\", \"echo $FOO; id -u; ls /bin/busybox; "
          "test -e /usr/bin/python3 && echo host /usr || echo no host /usr\"]",
@@ -171,14 +166,7 @@ TEST_F(WarmExecTest, RunsOnAnOciImageFromTheStore) {
   EXPECT_FALSE(missing.status.ok());
   EXPECT_NE(missing.status.message().find("zygo pull"), std::string::npos) << missing.status;
 
-  absl::StatusOr<testing::TestImage> image = testing::BuildTestImage("busybox-multilayer");
-  ASSERT_TRUE(image.ok()) << image.status();
-  testing::RunOptions options;
-  options.env = {"ZYGO_HOME=" + store};
-  options.want_outcome = false;
-  testing::RunResult loaded =
-      testing::RunOnHost({testing::ZygoPath(), "load", image->layout, "multi:test"}, options);
-  ASSERT_EQ(loaded.exit_code, 0) << loaded.err;
+  LoadTestImage("busybox-multilayer", "multi:test");
 
   ExecReply reply = Call("img");
   ASSERT_TRUE(reply.status.ok()) << reply.status;

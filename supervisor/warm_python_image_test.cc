@@ -1,7 +1,6 @@
 // A warm Python function on an OCI image from the image store runs the image's own Python:
 // python-host (tools/images) is the host's Python copied into an image together with a
 // module no host has, and the handler reports which libpython its process mapped.
-#include <stdlib.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -63,12 +62,7 @@ std::vector<uint64_t> StoredLibpythonInodes(const std::string& store) {
 class WarmPythonImageTest : public ServiceFixture {};
 
 TEST_F(WarmPythonImageTest, RunsTheImagesOwnPython) {
-  const std::string store = dir_ + "/store";
-  // The service finds the image store through ZYGO_HOME, for this test only.
-  struct UnsetOnExit {
-    ~UnsetOnExit() { unsetenv("ZYGO_HOME"); }
-  } unset_on_exit;
-  ASSERT_EQ(setenv("ZYGO_HOME", store.c_str(), 1), 0);
+  UseOwnImageStore();
   WriteCode("where.py", kHandler);
   Up("name = \"where\"\nentry = \"where.py:where\"\nimage = \"python-host:test\"\n"
      "[limits]\ntimeout = \"10s\"\nmemory = \"128M\"\n");
@@ -77,14 +71,7 @@ TEST_F(WarmPythonImageTest, RunsTheImagesOwnPython) {
   EXPECT_FALSE(missing.status.ok());
   EXPECT_NE(missing.status.message().find("zygo pull"), std::string::npos) << missing.status;
 
-  absl::StatusOr<testing::TestImage> image = testing::BuildTestImage("python-host");
-  ASSERT_TRUE(image.ok()) << image.status();
-  testing::RunOptions options;
-  options.env = {"ZYGO_HOME=" + store};
-  options.want_outcome = false;
-  testing::RunResult loaded =
-      testing::RunOnHost({testing::ZygoPath(), "load", image->layout, "python-host:test"}, options);
-  ASSERT_EQ(loaded.exit_code, 0) << loaded.err;
+  LoadTestImage("python-host", "python-host:test");
 
   ExecReply reply = Call("where");
   ASSERT_TRUE(reply.status.ok()) << reply.status;
@@ -122,8 +109,8 @@ TEST_F(WarmPythonImageTest, RunsTheImagesOwnPython) {
   const uint64_t mapped_inode = libpython["inode"].get<uint64_t>();
   ASSERT_EQ(stat(kImageLibpython, &st), 0) << "the host's own libpython";
   EXPECT_NE(mapped_inode, st.st_ino) << "the sandbox mapped the host's libpython";
-  std::vector<uint64_t> stored = StoredLibpythonInodes(store);
-  ASSERT_FALSE(stored.empty()) << "no libpython in " << store;
+  std::vector<uint64_t> stored = StoredLibpythonInodes(image_store_);
+  ASSERT_FALSE(stored.empty()) << "no libpython in " << image_store_;
   EXPECT_NE(std::find(stored.begin(), stored.end(), mapped_inode), stored.end())
       << "mapped inode " << mapped_inode << " is no libpython of the store";
 }

@@ -241,8 +241,10 @@ void Zygote::Run(const SpareRequest& request, const CancelSignal& cancel,
   // Nothing of the request reached it then, so it goes to the next spare; one whose zygote
   // is gone makes TakeSpare say so.
   for (int attempt = 1;; ++attempt) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    absl::StatusOr<std::unique_ptr<Spare>> taken = TakeSpare(std::max<int64_t>(0, left.count()), cancel);
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    absl::StatusOr<std::unique_ptr<Spare>> taken =
+        TakeSpare(std::max<int64_t>(0, left.count()), cancel);
     if (!taken.ok()) {
       reply.status = taken.status();
       reply.timings.total_us = Micros(start, Clock::now());
@@ -256,10 +258,10 @@ void Zygote::Run(const SpareRequest& request, const CancelSignal& cancel,
     DestroySpare(std::move(spare));
     TopUpSpares();
     if (wire::IsPeerClosed(sent) && attempt < kSendAttempts) continue;
-    reply.status = wire::IsPeerClosed(sent)
-                       ? absl::UnavailableError("the spares died before the request reached one")
-                       : absl::InvalidArgumentError(
-                             absl::StrCat("cannot send the request: ", sent.message()));
+    reply.status =
+        wire::IsPeerClosed(sent)
+            ? absl::UnavailableError("the spares died before the request reached one")
+            : absl::InvalidArgumentError(absl::StrCat("cannot send the request: ", sent.message()));
     reply.timings.total_us = Micros(start, Clock::now());
     deliver(std::move(reply));
     return;

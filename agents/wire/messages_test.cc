@@ -217,11 +217,7 @@ TEST_F(MessagesTest, TouchedAndPrefaultRoundTrip) {
   RunMessage run{3, "handler.py:main", "", 10, FdLayout::kNone};
   for (bool report : {false, true}) {
     run.report_touched = report;
-    absl::StatusOr<Frame> frame = Encode(run);
-    ASSERT_TRUE(frame.ok()) << frame.status();
-    ReceivedFrame received;
-    received.frame = *frame;
-    absl::StatusOr<RunMessage> decoded = DecodeRun(received);
+    absl::StatusOr<RunMessage> decoded = DecodeRun(Transfer(run));
     ASSERT_TRUE(decoded.ok()) << decoded.status();
     EXPECT_EQ(decoded->report_touched, report);
   }
