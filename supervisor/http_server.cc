@@ -132,7 +132,6 @@ class HttpServer::ExecReplyWriter {
   // Loop thread: the connection closed; a reply arriving later goes nowhere.
   void Abandon() { abandoned_.store(true); }
 
-
  private:
   const base::UniqueFd socket_;
   std::atomic<bool> abandoned_{false};
@@ -325,14 +324,13 @@ class HttpServer::Connection : public std::enable_shared_from_this<Connection> {
     reply_writer_ = MakeReplyWriter();
     const bool keep_alive = keep_alive_, http10 = http10_;
     try {
-      handle_ = server_->service_->Exec(
-          std::move(exec),
-          [queue, weak, seq, writer = reply_writer_, keep_alive, http10](ExecReply reply) {
-            ReplyQueue::Item item{weak, seq, SerializeResponse(ExecReplyResponse(reply),
-                                                               keep_alive, http10)};
-            if (writer) item.written = writer->Write(item.response);
-            queue->Post(std::move(item));
-          });
+      handle_ = server_->service_->Exec(std::move(exec), [queue, weak, seq, writer = reply_writer_,
+                                                          keep_alive, http10](ExecReply reply) {
+        ReplyQueue::Item item{weak, seq,
+                              SerializeResponse(ExecReplyResponse(reply), keep_alive, http10)};
+        if (writer) item.written = writer->Write(item.response);
+        queue->Post(std::move(item));
+      });
     } catch (const std::exception& e) {
       busy_ = false;
       reply_writer_.reset();

@@ -635,8 +635,8 @@ TEST_F(HttpServerTest, ExecReplyLargerThanTheSocketBufferArrivesWhole) {
 
 TEST_F(HttpServerTest, Http10ExecAnswersThenCloses) {
   base::UniqueFd fd = Dial(path_);
-  ASSERT_TRUE(SendAll(fd.get(),
-                      "POST /v1/functions/echo/exec HTTP/1.0\r\nContent-Length: 1\r\n\r\n4"));
+  ASSERT_TRUE(
+      SendAll(fd.get(), "POST /v1/functions/echo/exec HTTP/1.0\r\nContent-Length: 1\r\n\r\n4"));
   std::string buffer;
   std::optional<Response> response = ReadResponse(fd.get(), buffer);
   ASSERT_TRUE(response.has_value());

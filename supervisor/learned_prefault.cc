@@ -9,7 +9,8 @@ namespace {
 
 uint64_t MaxPages(int64_t memory_limit_bytes) {
   uint64_t bytes = LearnedPrefault::kMaxBytes;
-  if (memory_limit_bytes > 0) bytes = std::min(bytes, static_cast<uint64_t>(memory_limit_bytes) / 4);
+  if (memory_limit_bytes > 0)
+    bytes = std::min(bytes, static_cast<uint64_t>(memory_limit_bytes) / 4);
   return std::min(bytes / wire::kPageBytes, wire::kMaxPageRunPages);
 }
 

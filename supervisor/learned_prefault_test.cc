@@ -15,11 +15,13 @@ using wire::PageRun;
 constexpr uint64_t kPage = wire::kPageBytes;
 
 TEST(MergePageRunsTest, SortsAndJoinsRunsOfTheSameKind) {
-  const std::vector<PageRun> merged = MergePageRuns(
-      {{10 * kPage, 2, true}, {2 * kPage, 3, true}, {5 * kPage, 1, true},  // 2..5 adjacent
-       {11 * kPage, 4, true},                                              // overlaps 10..11
-       {100 * kPage, 1, false}, {101 * kPage, 1, false}},                  // read runs
-      1000);
+  const std::vector<PageRun> merged = MergePageRuns({{10 * kPage, 2, true},
+                                                     {2 * kPage, 3, true},
+                                                     {5 * kPage, 1, true},   // 2..5 adjacent
+                                                     {11 * kPage, 4, true},  // overlaps 10..11
+                                                     {100 * kPage, 1, false},
+                                                     {101 * kPage, 1, false}},  // read runs
+                                                    1000);
   const std::vector<PageRun> want = {
       {2 * kPage, 4, true}, {10 * kPage, 5, true}, {100 * kPage, 2, false}};
   EXPECT_EQ(merged, want);

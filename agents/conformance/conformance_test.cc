@@ -197,7 +197,8 @@ TEST_P(ConformanceTest, ReportsTouchedPagesAndTakesAPrefault) {
   absl::StatusOr<wire::ReceivedFrame> reply = RunOn(asked, run);
   ASSERT_TRUE(reply.ok()) << reply.status() << "\nstderr: " << agent_->Stderr();
   EXPECT_EQ(ResultOf(*reply), R"({"a":[1,2]})");
-  absl::StatusOr<wire::ReceivedFrame> frame = wire::ReceiveFrame(asked.channel.get(), absl::Seconds(10));
+  absl::StatusOr<wire::ReceivedFrame> frame =
+      wire::ReceiveFrame(asked.channel.get(), absl::Seconds(10));
   ASSERT_TRUE(frame.ok()) << frame.status() << "\nstderr: " << agent_->Stderr();
   absl::StatusOr<wire::TouchedMessage> touched = wire::DecodeTouched(*frame);
   ASSERT_TRUE(touched.ok()) << touched.status();

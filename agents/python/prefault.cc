@@ -107,8 +107,7 @@ absl::StatusOr<std::vector<wire::PageRun>> ScanTouchedPages() {
       if (n <= 0) break;  // Gone since maps was read: nothing more of it.
       const size_t got = static_cast<size_t>(n) / sizeof(uint64_t);
       for (size_t i = 0; i < got; ++i) {
-        const bool touched =
-            (entries[i] & kPagePresent) != 0 && (entries[i] & kPageExclusive) != 0;
+        const bool touched = (entries[i] & kPagePresent) != 0 && (entries[i] & kPageExclusive) != 0;
         if (touched && !collector.Add(page + i * page_size, /*write=*/true)) {
           return collector.Take();
         }

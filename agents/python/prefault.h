@@ -27,8 +27,9 @@ absl::StatusOr<std::vector<wire::PageRun>> ScanTouchedPages();
 // touched. Works in slices of kPopulateSlicePages and stops as soon as `stop()` says so
 // between them (a request has arrived). Returns the pages taken (none before Linux 5.14).
 inline constexpr uint64_t kPopulateSlicePages = 64;  // ~0.15 ms of copying here
-size_t PopulatePages(const std::vector<wire::PageRun>& runs,
-                     const std::function<bool()>& stop = [] { return false; });
+size_t PopulatePages(
+    const std::vector<wire::PageRun>& runs,
+    const std::function<bool()>& stop = [] { return false; });
 
 }  // namespace zygo::agents::python
 

@@ -36,8 +36,8 @@ std::string InChild(const std::function<std::string()>& body) {
   if (child == 0) {
     ::close(pipe_fds[0]);
     const std::string out = body();
-    const bool written = ::write(pipe_fds[1], out.data(), out.size()) ==
-                         static_cast<ssize_t>(out.size());
+    const bool written =
+        ::write(pipe_fds[1], out.data(), out.size()) == static_cast<ssize_t>(out.size());
     ::_exit(written ? 0 : 2);
   }
   ::close(pipe_fds[1]);
@@ -53,7 +53,8 @@ std::string InChild(const std::function<std::string()>& body) {
 }
 
 std::string Bytes(const std::vector<wire::PageRun>& runs) {
-  return std::string(reinterpret_cast<const char*>(runs.data()), runs.size() * sizeof(wire::PageRun));
+  return std::string(reinterpret_cast<const char*>(runs.data()),
+                     runs.size() * sizeof(wire::PageRun));
 }
 std::vector<wire::PageRun> Runs(const std::string& bytes) {
   std::vector<wire::PageRun> runs(bytes.size() / sizeof(wire::PageRun));
@@ -134,16 +135,16 @@ TEST_F(PrefaultTest, ALaterChildTakesTheWrittenPagesAheadOfItsWrites) {
 
 TEST_F(PrefaultTest, RunsThisProcessDoesNotMapAreSkipped) {
   // An address range that was mapped and is not any more, and one that allows no access.
-  void* gone = ::mmap(nullptr, 4 * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                      -1, 0);
+  void* gone =
+      ::mmap(nullptr, 4 * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(gone, MAP_FAILED);
   ::munmap(gone, 4 * kPage);
   void* none = ::mmap(nullptr, 4 * kPage, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(none, MAP_FAILED);
   const uint64_t gone_at = reinterpret_cast<uintptr_t>(gone);
   const uint64_t none_at = reinterpret_cast<uintptr_t>(none);
-  EXPECT_EQ(PopulatePages({{gone_at, 4, true}, {gone_at, 4, false}, {none_at, 4, true},
-                           {none_at, 4, false}}),
+  EXPECT_EQ(PopulatePages(
+                {{gone_at, 4, true}, {gone_at, 4, false}, {none_at, 4, true}, {none_at, 4, false}}),
             0u);
   // The same call takes a run that is mapped (the control that it takes anything at all).
   EXPECT_EQ(PopulatePages({{reinterpret_cast<uintptr_t>(region_), 4, true}}), 4u);

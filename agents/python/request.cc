@@ -54,18 +54,18 @@ std::string Tail(const std::string& text, size_t limit) {
 void ReportTouched(const PreparedSpare& spare, uint64_t request_id) {
   absl::StatusOr<std::vector<wire::PageRun>> runs = ScanTouchedPages();
   if (!runs.ok()) return;
-  absl::StatusOr<wire::Frame> frame = wire::Encode(wire::TouchedMessage{request_id, *std::move(runs)});
+  absl::StatusOr<wire::Frame> frame =
+      wire::Encode(wire::TouchedMessage{request_id, *std::move(runs)});
   if (frame.ok()) (void)wire::SendFrame(spare.channel, *frame, {});
 }
 
 [[noreturn]] void ReportDone(const PreparedSpare& spare, const wire::RunMessage& run,
                              std::string json) {
   spare.interpreter->FlushStdio();
-  absl::StatusOr<wire::Frame> frame = wire::Encode(
-      wire::DoneMessage{run.request_id, wire::ExitKind::kExited, 0, std::move(json)});
+  absl::StatusOr<wire::Frame> frame =
+      wire::Encode(wire::DoneMessage{run.request_id, wire::ExitKind::kExited, 0, std::move(json)});
   if (!frame.ok()) {
-    ReportFailed(spare, run.request_id,
-                 {"ResultError", std::string(frame.status().message()), ""});
+    ReportFailed(spare, run.request_id, {"ResultError", std::string(frame.status().message()), ""});
   }
   if (!wire::SendFrame(spare.channel, *frame, {}).ok()) ::_exit(2);
   if (run.report_touched) ReportTouched(spare, run.request_id);

@@ -32,15 +32,15 @@ inline constexpr uint32_t kFlagsFdCountMask = 0xFF;
 // Two kinds of channel carry these (see messages.h): the zygote channel (supervisor <->
 // zygote agent) and one child channel per forked spare (supervisor <-> that child).
 enum class MessageType : uint16_t {
-  kHello = 1,   // zygote -> supervisor: kind, protocol version, pid.
-  kRun = 2,     // supervisor -> child: entry, event, deadline, code or bytecode; fds.
-  kForked = 3,  // child -> supervisor over the zygote channel: pid + the child channel's fd.
-  kSpawn = 4,   // supervisor -> zygote: fork one spare ahead of demand.
-  kDone = 5,    // child: the result; zygote: a spare was reaped (exit status).
-  kError = 6,   // either way: status code + message.
-  kPing = 7,    // liveness probe; request_id is the nonce.
-  kPong = 8,    // answer to kPing with the same request_id.
-  kFailed = 9,  // child -> supervisor: the handler raised (type, message, traceback).
+  kHello = 1,      // zygote -> supervisor: kind, protocol version, pid.
+  kRun = 2,        // supervisor -> child: entry, event, deadline, code or bytecode; fds.
+  kForked = 3,     // child -> supervisor over the zygote channel: pid + the child channel's fd.
+  kSpawn = 4,      // supervisor -> zygote: fork one spare ahead of demand.
+  kDone = 5,       // child: the result; zygote: a spare was reaped (exit status).
+  kError = 6,      // either way: status code + message.
+  kPing = 7,       // liveness probe; request_id is the nonce.
+  kPong = 8,       // answer to kPing with the same request_id.
+  kFailed = 9,     // child -> supervisor: the handler raised (type, message, traceback).
   kCompiled = 10,  // child -> supervisor: a pool script's bytecode, before it runs.
   kTouched = 11,   // child -> supervisor, after Done when asked: the pages it touched.
   kPrefault = 12,  // supervisor -> child, before Run: pages to take ahead of the request.

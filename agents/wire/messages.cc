@@ -49,10 +49,10 @@ constexpr FieldSpec kCompiledSchema[] = {
     {kCompiledBytecode, FieldKind::kBytes, kMaxPayloadSize, true},
 };
 constexpr FieldSpec kTouchedSchema[] = {
-    {kPageRuns, FieldKind::kBytes, kMaxPageRuns * kPageRunBytes, false},
+    {kPageRuns, FieldKind::kBytes, kMaxPageRuns* kPageRunBytes, false},
 };
 constexpr FieldSpec kPrefaultSchema[] = {
-    {kPageRuns, FieldKind::kBytes, kMaxPageRuns * kPageRunBytes, true},
+    {kPageRuns, FieldKind::kBytes, kMaxPageRuns* kPageRunBytes, true},
 };
 constexpr FieldSpec kForkedSchema[] = {{kForkedPid, FieldKind::kU64, 8, true}};
 constexpr FieldSpec kDoneSchema[] = {
@@ -173,7 +173,8 @@ absl::StatusOr<std::vector<PageRun>> UnpackPageRuns(MessageType type, absl::stri
   }
   auto get = [&bytes](size_t at, int count) {
     uint64_t value = 0;
-    for (int i = 0; i < count; ++i) value |= uint64_t{static_cast<uint8_t>(bytes[at + i])} << (8 * i);
+    for (int i = 0; i < count; ++i)
+      value |= uint64_t{static_cast<uint8_t>(bytes[at + i])} << (8 * i);
     return value;
   };
   std::vector<PageRun> runs;
@@ -492,8 +493,8 @@ absl::StatusOr<TouchedMessage> DecodeTouched(const ReceivedFrame& received) {
   ZYGO_RETURN_IF_ERROR(CheckRequestId(MessageType::kTouched, received.frame.request_id));
   TouchedMessage m;
   m.request_id = received.frame.request_id;
-  ZYGO_ASSIGN_OR_RETURN(m.runs, UnpackPageRuns(MessageType::kTouched,
-                                               reader.Bytes(kPageRuns).value_or("")));
+  ZYGO_ASSIGN_OR_RETURN(
+      m.runs, UnpackPageRuns(MessageType::kTouched, reader.Bytes(kPageRuns).value_or("")));
   return m;
 }
 

@@ -224,10 +224,10 @@ TEST_F(MessagesTest, TouchedAndPrefaultRoundTrip) {
 }
 
 TEST(MessagesValidationTest, PageRunLimits) {
-  EXPECT_FALSE(Encode(PrefaultMessage{}).ok());                        // nothing to take
-  EXPECT_FALSE(Encode(TouchedMessage{0, {}}).ok());                     // request id 0
-  EXPECT_FALSE(Encode(PrefaultMessage{{{0x1001, 1, true}}}).ok());      // not page-aligned
-  EXPECT_FALSE(Encode(PrefaultMessage{{{0x1000, 0, true}}}).ok());      // no pages
+  EXPECT_FALSE(Encode(PrefaultMessage{}).ok());                               // nothing to take
+  EXPECT_FALSE(Encode(TouchedMessage{0, {}}).ok());                           // request id 0
+  EXPECT_FALSE(Encode(PrefaultMessage{{{0x1001, 1, true}}}).ok());            // not page-aligned
+  EXPECT_FALSE(Encode(PrefaultMessage{{{0x1000, 0, true}}}).ok());            // no pages
   EXPECT_FALSE(Encode(PrefaultMessage{{{~uint64_t{0xFFF}, 2, true}}}).ok());  // wraps
   std::vector<PageRun> too_many(kMaxPageRuns + 1, PageRun{0x1000, 1, false});
   EXPECT_FALSE(Encode(PrefaultMessage{too_many}).ok());
