@@ -5,10 +5,14 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/ip.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <utility>
@@ -16,6 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/base/errno_status.h"
 #include "core/base/status_macros.h"
 #include "net/netns_socket.h"
 
@@ -191,6 +196,23 @@ bool FakeInternet::IcmpEchoArrived(const std::string& address, int timeout_ms) {
     }
   }
   return false;
+}
+
+absl::StatusOr<std::unique_ptr<MachineSession>> MachineSession::Start() {
+  std::unique_ptr<MachineSession> session(new MachineSession());
+  ZYGO_ASSIGN_OR_RETURN(session->internet_, FakeInternet::Start());
+  session->host_netns_ = base::UniqueFd(open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+  if (!session->host_netns_.valid()) {
+    return base::ErrnoStatus(errno, "open(/proc/thread-self/ns/net)");
+  }
+  if (setns(session->internet_->machine().fd(), CLONE_NEWNET) != 0) {
+    return base::ErrnoStatus(errno, "setns(the machine's netns)");
+  }
+  return session;
+}
+
+MachineSession::~MachineSession() {
+  if (host_netns_.valid()) setns(host_netns_.get(), CLONE_NEWNET);
 }
 
 }  // namespace zygo::testing

@@ -92,6 +92,25 @@ class FakeInternet {
   std::unique_ptr<FakeDns> other_dns_;
 };
 
+// A FakeInternet whose machine the calling thread has joined, for a suite in which this
+// process plays the machine: zygo, python and supervisors it forks then run there. The
+// destructor returns the thread to the namespace it came from, then ends the internet.
+class MachineSession {
+ public:
+  static absl::StatusOr<std::unique_ptr<MachineSession>> Start();
+  ~MachineSession();
+  MachineSession(const MachineSession&) = delete;
+  MachineSession& operator=(const MachineSession&) = delete;
+
+  FakeInternet& internet() { return *internet_; }
+
+ private:
+  MachineSession() = default;
+
+  std::unique_ptr<FakeInternet> internet_;
+  base::UniqueFd host_netns_;  // where the thread was before
+};
+
 }  // namespace zygo::testing
 
 #endif  // ZYGO_SECURITY_TESTS_FAKE_INTERNET_H_

@@ -4,8 +4,6 @@
 // socket(AF_NETLINK, *, NETLINK_NETFILTER) with EPROTONOSUPPORT as such a kernel does.
 // Everything runs on the "machine" of security_tests/fake_internet.h; each refusal follows
 // the same run succeeding without the wrapper.
-#include <fcntl.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,26 +134,19 @@ class MissingNftablesTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (geteuid() != 0 || access("/usr/bin/pasta", X_OK) != 0) return;
-    absl::StatusOr<std::unique_ptr<FakeInternet>> internet = FakeInternet::Start();
-    if (!internet.ok()) {
-      setup_error_ = new std::string(internet.status().ToString());
+    // Everything this test forks (zygo, python, the supervisor) runs on the "machine".
+    absl::StatusOr<std::unique_ptr<MachineSession>> session = MachineSession::Start();
+    if (!session.ok()) {
+      setup_error_ = new std::string(session.status().ToString());
       return;
     }
-    internet_ = internet->release();
-    // Everything this test forks (zygo, python, the supervisor) runs on the "machine".
-    host_netns_ = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-    if (host_netns_ < 0 || setns(internet_->machine().fd(), CLONE_NEWNET) != 0) {
-      setup_error_ = new std::string(absl::StrCat("setns(machine): ", strerror(errno)));
-    }
+    session_ = session->release();
+    internet_ = &session_->internet();
   }
 
   static void TearDownTestSuite() {
-    if (host_netns_ >= 0) {
-      setns(host_netns_, CLONE_NEWNET);
-      close(host_netns_);
-      host_netns_ = -1;
-    }
-    delete internet_;
+    delete session_;
+    session_ = nullptr;
     internet_ = nullptr;
     delete setup_error_;
     setup_error_ = nullptr;
@@ -223,9 +214,9 @@ class MissingNftablesTest : public ::testing::Test {
 
   std::string DonePath() const { return dir_ + "/" + kDone; }
 
-  static inline FakeInternet* internet_ = nullptr;
+  static inline MachineSession* session_ = nullptr;
+  static inline FakeInternet* internet_ = nullptr;  // session_'s
   static inline std::string* setup_error_ = nullptr;
-  static inline int host_netns_ = -1;
   std::string dir_;
 };
 

@@ -6,8 +6,6 @@
 //
 // Inside the sandbox, /usr/bin/python3 (host image) resolves and connects; every refusal
 // comes after a control that shows the same probe getting through.
-#include <fcntl.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,24 +45,22 @@ class NetworkEscapeTest : public ::testing::Test {
   static void SetUpTestSuite() {
     if (geteuid() != 0) return;
     if (access("/usr/bin/pasta", X_OK) != 0 || access("/usr/bin/python3", X_OK) != 0) return;
-    absl::StatusOr<std::unique_ptr<FakeInternet>> internet = FakeInternet::Start();
-    if (!internet.ok()) {
-      setup_error_ = new std::string(internet.status().message());
+    // zygo (forked by the harness from this thread) runs on the "machine".
+    absl::StatusOr<std::unique_ptr<MachineSession>> session = MachineSession::Start();
+    if (!session.ok()) {
+      setup_error_ = new std::string(session.status().ToString());
       return;
     }
-    internet_ = internet->release();
-    // zygo (forked by the harness from this thread) runs on the "machine".
-    host_netns_ = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-    if (setns(internet_->machine().fd(), CLONE_NEWNET) != 0) return;
-    ready_ = true;
+    session_ = session->release();
+    internet_ = &session_->internet();
   }
 
   static void TearDownTestSuite() {
-    if (host_netns_ >= 0) {
-      setns(host_netns_, CLONE_NEWNET);
-      close(host_netns_);
-    }
-    delete internet_;
+    delete session_;
+    session_ = nullptr;
+    internet_ = nullptr;
+    delete setup_error_;
+    setup_error_ = nullptr;
   }
 
   void SetUp() override {
@@ -72,7 +68,7 @@ class NetworkEscapeTest : public ::testing::Test {
     if (access("/usr/bin/pasta", X_OK) != 0) GTEST_SKIP() << "needs pasta (passt package)";
     if (access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "needs /usr/bin/python3";
     ASSERT_EQ(setup_error_, nullptr) << *setup_error_;
-    ASSERT_TRUE(ready_) << "could not build the fake internet";
+    ASSERT_NE(internet_, nullptr);
   }
 
   // Runs the probe in a sandbox with `flags`; returns target -> verdict.
@@ -104,9 +100,8 @@ class NetworkEscapeTest : public ::testing::Test {
     EXPECT_TRUE(internet_->IcmpEchoArrived(address));
   }
 
-  static inline FakeInternet* internet_ = nullptr;
-  static inline int host_netns_ = -1;
-  static inline bool ready_ = false;
+  static inline MachineSession* session_ = nullptr;
+  static inline FakeInternet* internet_ = nullptr;  // session_'s
   static inline std::string* setup_error_ = nullptr;
 };
 
