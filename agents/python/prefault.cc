@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "core/base/errno_status.h"
+#include "core/base/sys/fs.h"
 #include "core/base/unique_fd.h"
 
 namespace zygo::agents::python {
@@ -28,23 +29,9 @@ constexpr uint64_t kPagePresent = 1ULL << 63;
 constexpr uint64_t kPageExclusive = 1ULL << 56;  // Mapped only by this process (4.2+).
 constexpr size_t kBatch = 512;                   // pagemap entries per pread.
 
-absl::StatusOr<std::string> ReadWhole(const char* path) {
-  UniqueFd fd(::open(path, O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return ErrnoStatus(errno, absl::StrCat("open(", path, ")"));
-  std::string text;
-  char buffer[16384];
-  for (;;) {
-    const ssize_t n = ::read(fd.get(), buffer, sizeof(buffer));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoStatus(errno, absl::StrCat("read(", path, ")"));
-    if (n == 0) return text;
-    text.append(buffer, static_cast<size_t>(n));
-  }
-}
-
 // "start-end perms ...": private writable mappings (heap, anonymous memory, .data/.bss,
 // the stack). Code and read-only data are left out: a request maps only a few such pages
-// itself (the fork before it already mapped most through fault-around), and mapping the
+// itself (the spare's start-up already mapped most, with fault-around), and mapping the
 // ~1,100 a child had present cost each spare 0.4 ms, enough to lower the throughput of
 // `zygo bench load` from 1,047 to 935 requests/s.
 bool PrivateWritable(absl::string_view line, uintptr_t* start, uintptr_t* end) {
@@ -89,7 +76,7 @@ class RunCollector {
 
 absl::StatusOr<std::vector<wire::PageRun>> ScanTouchedPages() {
   // Listed in full before reading pagemap: the scan's own allocations must not change it.
-  absl::StatusOr<std::string> maps = ReadWhole("/proc/self/maps");
+  absl::StatusOr<std::string> maps = base::sys::ReadFile("/proc/self/maps");
   if (!maps.ok()) return maps.status();
   UniqueFd pagemap(::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC));
   if (!pagemap.valid()) return ErrnoStatus(errno, "open(/proc/self/pagemap)");
