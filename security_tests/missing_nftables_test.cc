@@ -27,6 +27,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "security_tests/fake_internet.h"
+#include "security_tests/machine_suite.h"
 #include "security_tests/leftover_oracle.h"
 #include "security_tests/supervisor_process.h"
 #include "testing/harness.h"
@@ -130,34 +131,13 @@ const std::vector<std::pair<std::string, std::string>>& NetworkedModes() {
   return *modes;
 }
 
-class MissingNftablesTest : public ::testing::Test {
+// Everything this test forks (zygo, python, the supervisor) runs on the fake internet's
+// machine.
+class MissingNftablesTest : public MachineSuite {
  protected:
-  static void SetUpTestSuite() {
-    if (geteuid() != 0 || access("/usr/bin/pasta", X_OK) != 0) return;
-    // Everything this test forks (zygo, python, the supervisor) runs on the "machine".
-    absl::StatusOr<std::unique_ptr<MachineSession>> session = MachineSession::Start();
-    if (!session.ok()) {
-      setup_error_ = new std::string(session.status().ToString());
-      return;
-    }
-    session_ = session->release();
-    internet_ = &session_->internet();
-  }
-
-  static void TearDownTestSuite() {
-    delete session_;
-    session_ = nullptr;
-    internet_ = nullptr;
-    delete setup_error_;
-    setup_error_ = nullptr;
-  }
-
   void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "needs root (network namespaces, nftables)";
-    if (access("/usr/bin/pasta", X_OK) != 0) GTEST_SKIP() << "needs pasta (passt package)";
-    if (access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "needs /usr/bin/python3";
-    ASSERT_EQ(setup_error_, nullptr) << *setup_error_;
-    ASSERT_NE(internet_, nullptr);
+    MachineSuite::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     char dir[] = "/tmp/nonft-XXXXXX";
     ASSERT_NE(mkdtemp(dir), nullptr) << strerror(errno);
     dir_ = dir;
@@ -214,9 +194,6 @@ class MissingNftablesTest : public ::testing::Test {
 
   std::string DonePath() const { return dir_ + "/" + kDone; }
 
-  static inline MachineSession* session_ = nullptr;
-  static inline FakeInternet* internet_ = nullptr;  // session_'s
-  static inline std::string* setup_error_ = nullptr;
   std::string dir_;
 };
 

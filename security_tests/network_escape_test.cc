@@ -29,6 +29,7 @@
 #include "net/internal/test_netns.h"
 #include "security_tests/egress_attempts.h"
 #include "security_tests/fake_internet.h"
+#include "security_tests/machine_suite.h"
 #include "security_tests/network_probe.h"
 #include "testing/harness.h"
 
@@ -40,37 +41,9 @@ using ::testing::IsEmpty;
 
 constexpr char kMarker[] = "ZYGO_NET_TEST_MARKER=c0ffee5a";
 
-class NetworkEscapeTest : public ::testing::Test {
+// zygo (forked by the harness from this thread) runs on the fake internet's machine.
+class NetworkEscapeTest : public MachineSuite {
  protected:
-  static void SetUpTestSuite() {
-    if (geteuid() != 0) return;
-    if (access("/usr/bin/pasta", X_OK) != 0 || access("/usr/bin/python3", X_OK) != 0) return;
-    // zygo (forked by the harness from this thread) runs on the "machine".
-    absl::StatusOr<std::unique_ptr<MachineSession>> session = MachineSession::Start();
-    if (!session.ok()) {
-      setup_error_ = new std::string(session.status().ToString());
-      return;
-    }
-    session_ = session->release();
-    internet_ = &session_->internet();
-  }
-
-  static void TearDownTestSuite() {
-    delete session_;
-    session_ = nullptr;
-    internet_ = nullptr;
-    delete setup_error_;
-    setup_error_ = nullptr;
-  }
-
-  void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "needs root (network namespaces, nftables)";
-    if (access("/usr/bin/pasta", X_OK) != 0) GTEST_SKIP() << "needs pasta (passt package)";
-    if (access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "needs /usr/bin/python3";
-    ASSERT_EQ(setup_error_, nullptr) << *setup_error_;
-    ASSERT_NE(internet_, nullptr);
-  }
-
   // Runs the probe in a sandbox with `flags`; returns target -> verdict.
   std::map<std::string, std::string> Probe(const std::vector<std::string>& flags,
                                            const std::vector<std::string>& targets,
@@ -99,10 +72,6 @@ class NetworkEscapeTest : public ::testing::Test {
     EXPECT_EQ(control.out, absl::StrCat("raw@", address, " sent\n")) << control.err;
     EXPECT_TRUE(internet_->IcmpEchoArrived(address));
   }
-
-  static inline MachineSession* session_ = nullptr;
-  static inline FakeInternet* internet_ = nullptr;  // session_'s
-  static inline std::string* setup_error_ = nullptr;
 };
 
 TEST_F(NetworkEscapeTest, EgressReachesOnlyAllowlistedNamesAndPorts) {
