@@ -24,7 +24,6 @@
 #include "core/base/sys/fs.h"
 #include "core/base/unique_fd.h"
 #include "images/digest.h"
-#include "images/internal/quick_sha256.h"
 #include "images/link_tree.h"
 
 namespace zygo::images {
@@ -308,7 +307,7 @@ std::string BytecodeKeyDocument(absl::string_view manifest_digest) {
 }
 
 std::string BytecodeKey(absl::string_view manifest_digest) {
-  return QuickSha256Digest(BytecodeKeyDocument(manifest_digest));
+  return Sha256Digest(BytecodeKeyDocument(manifest_digest));
 }
 
 std::string BytecodeReference(absl::string_view canonical, absl::string_view key) {

@@ -1,4 +1,4 @@
-// sha256 digests ("sha256:<64 lowercase hex>") of bytes, files and streams (OpenSSL EVP).
+// sha256 digests ("sha256:<64 lowercase hex>") of bytes, files and streams (nettle).
 #ifndef ZYGO_IMAGES_DIGEST_H_
 #define ZYGO_IMAGES_DIGEST_H_
 

@@ -23,7 +23,6 @@
 #include "core/base/sys/fs.h"
 #include "core/base/unique_fd.h"
 #include "images/digest.h"
-#include "images/internal/quick_sha256.h"
 #include "images/link_tree.h"
 
 namespace zygo::images {
@@ -205,7 +204,7 @@ absl::Status Build(Store& store, const RunnableImage& image, const std::string& 
 }  // namespace
 
 std::string VenvKey(absl::string_view manifest_digest, absl::string_view requirements) {
-  return QuickSha256Digest(absl::StrCat("zygo-venv-v1\n", manifest_digest, "\n", requirements));
+  return Sha256Digest(absl::StrCat("zygo-venv-v1\n", manifest_digest, "\n", requirements));
 }
 
 absl::StatusOr<Venv> EnsureVenv(Store& store, const RunnableImage& image, const std::string& rootfs,
