@@ -496,6 +496,36 @@ TEST_F(HostCgroupV1, MemoryLimitOomKillsAndIsCounted) {
   EXPECT_TRUE(cgroup->Destroy().ok());
 }
 
+// The peak is read through a file held open since the cgroup was made: each read must
+// show the kernel's value now, and a reset must reach the kernel.
+TEST_F(HostCgroupV1, MemoryPeakIsReadAfreshAndResets) {
+  std::unique_ptr<Cgroup> cgroup = Create({.memory_bytes = 256 << 20});
+  ASSERT_NE(cgroup, nullptr);
+  ChildResult small = RunInCgroup(*cgroup, ChildProbe::kTouchMemory, 4 << 20);
+  ASSERT_TRUE(ExitedZero(small.wait_status)) << small.wait_status;
+  absl::StatusOr<int64_t> after_small = cgroup->ReadMemoryPeak();
+  ASSERT_TRUE(after_small.ok()) << after_small.status();
+  EXPECT_GE(*after_small, 4 << 20);
+  EXPECT_LT(*after_small, 24 << 20);
+
+  ChildResult big = RunInCgroup(*cgroup, ChildProbe::kTouchMemory, 32 << 20);
+  ASSERT_TRUE(ExitedZero(big.wait_status)) << big.wait_status;
+  absl::StatusOr<int64_t> after_big = cgroup->ReadMemoryPeak();
+  ASSERT_TRUE(after_big.ok()) << after_big.status();
+  EXPECT_GE(*after_big, 32 << 20);
+
+  // Nothing is left inside, so the reset brings the peak down to what the cgroup still
+  // charges (page cache at most), well below the last child's 32 MiB.
+  ASSERT_TRUE(cgroup->ResetPeak().ok());
+  absl::StatusOr<int64_t> after_reset = cgroup->ReadMemoryPeak();
+  ASSERT_TRUE(after_reset.ok()) << after_reset.status();
+  EXPECT_LT(*after_reset, 16 << 20);
+  absl::StatusOr<CgroupUsage> usage = cgroup->ReadUsage();
+  ASSERT_TRUE(usage.ok()) << usage.status();
+  EXPECT_EQ(usage->memory_peak_bytes, *after_reset);
+  EXPECT_TRUE(cgroup->Destroy().ok());
+}
+
 TEST_F(HostCgroupV1, PidsLimitStopsForks) {
   // Allow control: the same probe with room to spare.
   std::unique_ptr<Cgroup> roomy = Create({.pids_max = 64});

@@ -158,17 +158,21 @@ std::shared_ptr<RequestHandle> SupervisorService::Exec(ExecRequest request, Exec
   job->cancel = std::make_shared<CancelSignal>();
   job->queued_at = std::chrono::steady_clock::now();
   auto handle = std::make_shared<CancelHandle>(job->cancel);
-  std::lock_guard<std::mutex> lock(mu_);
-  if (shutting_down_ || queue_.size() >= options_.max_queued) {
-    // Still answered from a worker-free path, but never inside Exec: a detached thread.
-    absl::Status why = shutting_down_
-                           ? absl::UnavailableError("the supervisor is shutting down")
-                           : absl::ResourceExhaustedError(absl::StrCat(
-                                 "over capacity: ", queue_.size(), " requests are waiting"));
-    std::thread([done = std::move(job->done), why] { done(ErrorReply(why)); }).detach();
-    return handle;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (shutting_down_ || queue_.size() >= options_.max_queued) {
+      // Still answered from a worker-free path, but never inside Exec: a detached thread.
+      absl::Status why = shutting_down_
+                             ? absl::UnavailableError("the supervisor is shutting down")
+                             : absl::ResourceExhaustedError(absl::StrCat(
+                                   "over capacity: ", queue_.size(), " requests are waiting"));
+      std::thread([done = std::move(job->done), why] { done(ErrorReply(why)); }).detach();
+      return handle;
+    }
+    queue_.push_back(std::move(job));
   }
-  queue_.push_back(std::move(job));
+  // Outside the lock: a worker woken while the loop thread still held it would go straight
+  // back to sleep on the mutex (two more context switches on the request path).
   work_ready_.notify_one();
   return handle;
 }

@@ -2,6 +2,7 @@
 #include "core/internal/cgroup_fs.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "core/base/errno_status.h"
 #include "core/base/status_macros.h"
 #include "core/base/unique_fd.h"
 
@@ -156,6 +158,40 @@ absl::StatusOr<int64_t> ReadInt64Or(const std::string& path, int64_t if_absent) 
   if (absl::IsNotFound(content.status())) return if_absent;
   if (!content.ok()) return content.status();
   return ParseInt64(*content, path);
+}
+
+absl::Status OpenCounter::Open(const std::string& path) {
+  path_ = path;
+  fd_.Reset(::open(path.c_str(), O_RDWR | O_CLOEXEC));
+  writable_ = fd_.valid();
+  if (!fd_.valid() && (errno == EACCES || errno == EPERM)) {
+    fd_.Reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  }
+  if (fd_.valid() || errno == ENOENT) return absl::OkStatus();
+  return base::LastErrnoStatus([&] { return absl::StrCat("open(", path, ")"); });
+}
+
+absl::StatusOr<int64_t> OpenCounter::Read(int64_t if_absent) const {
+  if (!fd_.valid()) return path_.empty() ? if_absent : ReadInt64Or(path_, if_absent);
+  char buffer[64];
+  ssize_t n;
+  do {
+    n = ::pread(fd_.get(), buffer, sizeof(buffer), 0);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return base::LastErrnoStatus([&] { return absl::StrCat("pread(", path_, ")"); });
+  return ParseInt64(absl::string_view(buffer, static_cast<size_t>(n)), path_);
+}
+
+absl::Status OpenCounter::Reset() {
+  if (!writable_) return WriteControlFile(path_, "0", IfMissing::kFail);
+  ssize_t n;
+  do {
+    n = ::pwrite(fd_.get(), "0", 1, 0);
+  } while (n < 0 && errno == EINTR);
+  if (n == 1) return absl::OkStatus();
+  if (n < 0)
+    return base::LastErrnoStatus([&] { return absl::StrCat("write(", path_, ", \"0\")"); });
+  return absl::InternalError(absl::StrCat("write(", path_, ", \"0\") wrote nothing"));
 }
 
 // ---- directories

@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/base/sys/fs.h"
+#include "core/base/unique_fd.h"
 #include "core/cgroup.h"
 
 namespace zygo::core::internal {
@@ -74,6 +75,28 @@ absl::StatusOr<int64_t> ReadKeyedValueOr(const std::string& path, absl::string_v
 
 // A single-number file, or `if_absent` when the kernel does not provide it.
 absl::StatusOr<int64_t> ReadInt64Or(const std::string& path, int64_t if_absent);
+
+// A single-number counter file held open (memory.peak, memory.max_usage_in_bytes), for a
+// value read on a request's hot path. A pread from offset 0 runs the kernel's show
+// function again, so a read is one syscall rather than open, read and close (about 5 us
+// against 30 us on these VMs). It also keeps v2's memory.peak right on Linux 6.12+,
+// where a reset holds only for reads through the file descriptor that wrote it.
+class OpenCounter {
+ public:
+  // Opens `path` for reading and, where the file allows, writing. A file that does not
+  // exist reads as the caller's `if_absent`; any other failure is returned.
+  absl::Status Open(const std::string& path);
+  absl::StatusOr<int64_t> Read(int64_t if_absent) const;
+  // Writes "0" through the same descriptor (both drivers' peak reset). NotFound when the
+  // file does not exist.
+  absl::Status Reset();
+  void Close() { fd_.Reset(); }
+
+ private:
+  std::string path_;
+  base::UniqueFd fd_;
+  bool writable_ = false;
+};
 
 // ---- directories
 

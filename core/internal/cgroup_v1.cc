@@ -39,17 +39,12 @@ class CgroupV1 : public Cgroup {
   int clone_into_fd() const override { return -1; }
   absl::Status AttachFromParent(pid_t pid) override;
   absl::StatusOr<CgroupUsage> ReadUsage() const override;
-  absl::StatusOr<int64_t> ReadMemoryPeak() const override {
-    return ReadInt64Or(absl::StrCat(memory_dir_, "/memory.max_usage_in_bytes"), 0);
-  }
+  absl::StatusOr<int64_t> ReadMemoryPeak() const override { return memory_peak_.Read(0); }
   absl::StatusOr<std::unique_ptr<Cgroup>> CreateChild(const CgroupLimits& limits,
                                                       const std::string& prefix) override;
   absl::Status KillAll() override;
   // Any write to memory.max_usage_in_bytes resets it to the current usage.
-  absl::Status ResetPeak() override {
-    return WriteControlFile(absl::StrCat(memory_dir_, "/memory.max_usage_in_bytes"), "0",
-                            IfMissing::kFail);
-  }
+  absl::Status ResetPeak() override { return memory_peak_.Reset(); }
   absl::Status Destroy() override;
   std::vector<std::string> paths() const override { return made_; }
 
@@ -64,6 +59,7 @@ class CgroupV1 : public Cgroup {
   absl::StatusOr<std::string> DirFor(const V1Hierarchy& hierarchy, const std::string& name);
 
   std::string memory_dir_;
+  OpenCounter memory_peak_;  // memory_dir_'s memory.max_usage_in_bytes
   std::string pids_dir_;
   std::string cpu_dir_;
   std::string cpuacct_dir_;  // Empty without a cpuacct hierarchy.
@@ -89,6 +85,7 @@ absl::StatusOr<std::string> CgroupV1::DirFor(const V1Hierarchy& hierarchy,
 
 absl::Status CgroupV1::MakeDirs(const V1Layout& layout, const std::string& name) {
   ZYGO_ASSIGN_OR_RETURN(memory_dir_, DirFor(layout.memory, name));
+  ZYGO_RETURN_IF_ERROR(memory_peak_.Open(absl::StrCat(memory_dir_, "/memory.max_usage_in_bytes")));
   ZYGO_ASSIGN_OR_RETURN(pids_dir_, DirFor(layout.pids, name));
   ZYGO_ASSIGN_OR_RETURN(cpu_dir_, DirFor(layout.cpu, name));
   // CPU time is counted by cpuacct, which is often co-mounted with cpu ("cpu,cpuacct")
@@ -194,8 +191,7 @@ absl::StatusOr<CgroupUsage> CgroupV1::ReadUsage() const {
   ZYGO_ASSIGN_OR_RETURN(usage.pids_max_hits,
                         ReadKeyedValueOr(absl::StrCat(pids_dir_, "/pids.events"), "max", 0));
 
-  ZYGO_ASSIGN_OR_RETURN(usage.memory_peak_bytes,
-                        ReadInt64Or(absl::StrCat(memory_dir_, "/memory.max_usage_in_bytes"), 0));
+  ZYGO_ASSIGN_OR_RETURN(usage.memory_peak_bytes, memory_peak_.Read(0));
 
   if (!cpuacct_dir_.empty()) {
     // Nanoseconds; usage_user/usage_sys appeared in Linux 4.7.
@@ -212,6 +208,7 @@ absl::StatusOr<CgroupUsage> CgroupV1::ReadUsage() const {
 absl::Status CgroupV1::Destroy() {
   destroy_called_ = true;
   procs_files_.clear();
+  memory_peak_.Close();
   absl::Status first_error;
   std::vector<std::string> still_there;
   for (const std::string& dir : remaining_) {

@@ -81,15 +81,12 @@ class CgroupV2 : public Cgroup {
   int clone_into_fd() const override { return dir_fd_.get(); }
   absl::Status AttachFromParent(pid_t pid) override;
   absl::StatusOr<CgroupUsage> ReadUsage() const override;
-  absl::StatusOr<int64_t> ReadMemoryPeak() const override {
-    return ReadInt64Or(absl::StrCat(dir_, "/memory.peak"), 0);
-  }
+  // memory.peak appeared in Linux 5.19; 0 before.
+  absl::StatusOr<int64_t> ReadMemoryPeak() const override { return memory_peak_.Read(0); }
   absl::StatusOr<std::unique_ptr<Cgroup>> CreateChild(const CgroupLimits& limits,
                                                       const std::string& prefix) override;
   // memory.peak is writable (a reset) since Linux 6.12.
-  absl::Status ResetPeak() override {
-    return WriteControlFile(absl::StrCat(dir_, "/memory.peak"), "0", IfMissing::kFail);
-  }
+  absl::Status ResetPeak() override { return memory_peak_.Reset(); }
   absl::Status KillAll() override {
     return KillCgroupMembers(absl::StrCat(dir_, "/cgroup.procs"));
   }
@@ -100,13 +97,15 @@ class CgroupV2 : public Cgroup {
   absl::Status WriteMemoryLimit(int64_t bytes);
   absl::Status WritePidsLimit(int64_t pids_max);
   absl::Status WriteCpuMax(double cpus);
-  absl::Status OpenDirFd();
+  // The directory fd for CLONE_INTO_CGROUP and memory.peak, held until Destroy.
+  absl::Status OpenHeldFiles();
 
  private:
   absl::Status KillRemainingProcesses();
 
   std::string dir_;
   UniqueFd dir_fd_;
+  OpenCounter memory_peak_;
   bool removed_ = false;
   bool destroy_called_ = false;
 };
@@ -132,9 +131,9 @@ absl::Status CgroupV2::WriteCpuMax(double cpus) {
                           absl::StrCat(CpuQuotaUs(cpus), " ", kCpuPeriodUs), IfMissing::kCreate);
 }
 
-absl::Status CgroupV2::OpenDirFd() {
+absl::Status CgroupV2::OpenHeldFiles() {
   ZYGO_ASSIGN_OR_RETURN(dir_fd_, sys::OpenDirectory(dir_));
-  return absl::OkStatus();
+  return memory_peak_.Open(absl::StrCat(dir_, "/memory.peak"));
 }
 
 // Children normally start inside via CLONE_INTO_CGROUP; this serves callers that fork
@@ -155,9 +154,7 @@ absl::StatusOr<CgroupUsage> CgroupV2::ReadUsage() const {
                         ReadKeyedValueOr(absl::StrCat(dir_, "/memory.events"), "oom_kill", 0));
   ZYGO_ASSIGN_OR_RETURN(usage.pids_max_hits,
                         ReadKeyedValueOr(absl::StrCat(dir_, "/pids.events"), "max", 0));
-  // memory.peak appeared in Linux 5.19.
-  ZYGO_ASSIGN_OR_RETURN(usage.memory_peak_bytes,
-                        ReadInt64Or(absl::StrCat(dir_, "/memory.peak"), 0));
+  ZYGO_ASSIGN_OR_RETURN(usage.memory_peak_bytes, memory_peak_.Read(0));
   const std::string cpu_stat = absl::StrCat(dir_, "/cpu.stat");
   ZYGO_ASSIGN_OR_RETURN(std::string stat, sys::ReadFile(cpu_stat));
   ZYGO_ASSIGN_OR_RETURN(usage.cpu_user_us, KeyedValueOr(stat, "user_usec", cpu_stat, 0));
@@ -178,6 +175,7 @@ absl::Status CgroupV2::Destroy() {
   destroy_called_ = true;
   if (removed_) return absl::OkStatus();
   dir_fd_.Reset();
+  memory_peak_.Close();
   ZYGO_RETURN_IF_ERROR(KillRemainingProcesses());
   ZYGO_RETURN_IF_ERROR(RemoveCgroupDir(dir_, "processes"));
   removed_ = true;
@@ -196,7 +194,7 @@ absl::StatusOr<std::unique_ptr<Cgroup>> CgroupV2::CreateChild(const CgroupLimits
   ZYGO_RETURN_IF_ERROR(child->WriteMemoryLimit(limits.memory_bytes));
   ZYGO_RETURN_IF_ERROR(child->WritePidsLimit(limits.pids_max));
   ZYGO_RETURN_IF_ERROR(child->WriteCpuMax(limits.cpus));
-  ZYGO_RETURN_IF_ERROR(child->OpenDirFd());
+  ZYGO_RETURN_IF_ERROR(child->OpenHeldFiles());
   return std::unique_ptr<Cgroup>(std::move(child));
 }
 
@@ -260,7 +258,7 @@ absl::StatusOr<std::unique_ptr<Cgroup>> CgroupV2Driver::Create(const CgroupLimit
   ZYGO_RETURN_IF_ERROR(cgroup->WriteMemoryLimit(limits.memory_bytes));
   ZYGO_RETURN_IF_ERROR(cgroup->WritePidsLimit(limits.pids_max));
   ZYGO_RETURN_IF_ERROR(cgroup->WriteCpuMax(limits.cpus));
-  ZYGO_RETURN_IF_ERROR(cgroup->OpenDirFd());
+  ZYGO_RETURN_IF_ERROR(cgroup->OpenHeldFiles());
   return std::unique_ptr<Cgroup>(std::move(cgroup));
 }
 
