@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/helper_binary.h"
 #include "core/base/sys/fs.h"
+#include "core/base/sys/sched_slice.h"
 #include "core/cgroup.h"
 #include "supervisor/grpc_server.h"
 #include "supervisor/http_server.h"
@@ -233,6 +234,11 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  // Before any thread or zygote exists, so all of them inherit it: every request wakes
+  // four tasks in turn (loop thread, worker, request child, worker again), and each
+  // that lands on a CPU running something CPU-bound would otherwise wait up to a whole
+  // default slice for it. Best effort: without it requests are only slower in the tail.
+  (void)zygo::base::sys::RawRequestSlice(zygo::base::sys::kShortSliceNs);
   absl::StatusOr<zygo::supervisor::ServeFlags> flags = zygo::supervisor::ParseFlags(argc, argv);
   if (!flags.ok()) return zygo::supervisor::Fail(std::string(flags.status().message()));
   return zygo::supervisor::Serve(*flags);
