@@ -17,7 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/helper_binary.h"
 #include "core/base/sys/fs.h"
-#include "core/base/sys/sched_slice.h"
+#include "core/base/sys/sched_attr.h"
 #include "core/cgroup.h"
 #include "supervisor/grpc_server.h"
 #include "supervisor/http_server.h"

@@ -1,5 +1,5 @@
 // The real supervisor asks for a short scheduler slice before it makes any thread or
-// zygote (core/base/sys/sched_slice.h), so every task on a request's path has it: its
+// zygote (core/base/sys/sched_attr.h), so every task on a request's path has it: its
 // own threads, the zygote and the spares forked from it.
 #include <signal.h>
 #include <sys/syscall.h>
@@ -19,7 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "core/base/sys/fs.h"
-#include "core/base/sys/sched_slice.h"
+#include "core/base/sys/sched_attr.h"
 #include "gtest/gtest.h"
 #include "testing/harness.h"
 

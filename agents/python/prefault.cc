@@ -29,21 +29,55 @@ constexpr uint64_t kPagePresent = 1ULL << 63;
 constexpr uint64_t kPageExclusive = 1ULL << 56;  // Mapped only by this process (4.2+).
 constexpr size_t kBatch = 512;                   // pagemap entries per pread.
 
-// "start-end perms ...": private writable mappings (heap, anonymous memory, .data/.bss,
-// the stack). Code and read-only data are left out: a request maps only a few such pages
-// itself (the spare's start-up already mapped most, with fault-around), and mapping the
-// ~1,100 a child had present cost each spare 0.4 ms, enough to lower the throughput of
-// `zygo bench load` from 1,047 to 935 requests/s.
-bool PrivateWritable(absl::string_view line, uintptr_t* start, uintptr_t* end) {
-  unsigned long from = 0, to = 0;
+enum class MappingKind { kOther, kPrivateWritable, kReadOnlyFile };
+
+// "start-end perms offset dev inode path". Private writable mappings: the heap, anonymous
+// memory, .data/.bss, the stack. Read-only file mappings: code and read-only data, whose
+// present pages are all reported only when the caller has a snapshot to subtract; mapping
+// all ~1,100 a child had present cost each spare 0.4 ms, enough to lower the throughput of
+// `zygo bench load` from 1,047 to 935 requests/s, while a request maps only ~7 of its own.
+MappingKind KindOf(absl::string_view line, uintptr_t* start, uintptr_t* end) {
+  unsigned long from = 0, to = 0, inode = 0;
   char perms[5] = {};
-  const std::string head(line.substr(0, 64));
-  if (std::sscanf(head.c_str(), "%lx-%lx %4s", &from, &to, perms) != 3 || to <= from) {
-    return false;
+  const std::string head(line.substr(0, 128));
+  if (std::sscanf(head.c_str(), "%lx-%lx %4s %*s %*s %lu", &from, &to, perms, &inode) != 4 ||
+      to <= from || perms[0] != 'r' || perms[3] != 'p') {
+    return MappingKind::kOther;
   }
   *start = from;
   *end = to;
-  return perms[0] == 'r' && perms[1] == 'w' && perms[3] == 'p';
+  if (perms[1] == 'w') return MappingKind::kPrivateWritable;
+  return inode != 0 ? MappingKind::kReadOnlyFile : MappingKind::kOther;
+}
+
+// Calls `each(page, entry)` for every page of the mappings of `kind` in `maps`, with its
+// pagemap entry. Stops early when `each` returns false.
+template <typename Each>
+absl::Status ForEachPage(absl::string_view maps, MappingKind kind, Each each) {
+  UniqueFd pagemap(::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC));
+  if (!pagemap.valid()) return ErrnoStatus(errno, "open(/proc/self/pagemap)");
+  const uintptr_t page_size = wire::kPageBytes;
+  uint64_t entries[kBatch];
+  for (absl::string_view line : absl::StrSplit(maps, '\n', absl::SkipEmpty())) {
+    uintptr_t start = 0, end = 0;
+    if (KindOf(line, &start, &end) != kind) continue;
+    for (uintptr_t page = start; page < end;) {
+      const size_t count = std::min<size_t>(kBatch, (end - page) / page_size);
+      const ssize_t n = ::pread(pagemap.get(), entries, count * sizeof(uint64_t),
+                                static_cast<off_t>(page / page_size * sizeof(uint64_t)));
+      if (n <= 0) break;  // Gone since maps was read: nothing more of it.
+      const size_t got = static_cast<size_t>(n) / sizeof(uint64_t);
+      for (size_t i = 0; i < got; ++i) {
+        if (!each(page + i * page_size, entries[i])) return absl::OkStatus();
+      }
+      page += got * page_size;
+    }
+  }
+  return absl::OkStatus();
+}
+
+bool PageSizeIsTheWires() {
+  return static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)) == wire::kPageBytes;
 }
 
 // Collects runs, merging a page into the previous run when it continues it.
@@ -74,33 +108,39 @@ class RunCollector {
 
 }  // namespace
 
-absl::StatusOr<std::vector<wire::PageRun>> ScanTouchedPages() {
+absl::StatusOr<MappedFilePages> SnapshotMappedFilePages() {
+  MappedFilePages pages;
+  if (!PageSizeIsTheWires()) return pages;
+  absl::StatusOr<std::string> maps = base::sys::ReadFile("/proc/self/maps");
+  if (!maps.ok()) return maps.status();
+  absl::Status scanned =
+      ForEachPage(*maps, MappingKind::kReadOnlyFile, [&](uintptr_t page, uint64_t entry) {
+        if ((entry & kPagePresent) != 0) pages.push_back(page);
+        return true;
+      });
+  if (!scanned.ok()) return scanned;
+  return pages;  // in address order, as /proc/self/maps lists the mappings
+}
+
+absl::StatusOr<std::vector<wire::PageRun>> ScanTouchedPages(const MappedFilePages* before) {
+  if (!PageSizeIsTheWires()) return std::vector<wire::PageRun>{};
   // Listed in full before reading pagemap: the scan's own allocations must not change it.
   absl::StatusOr<std::string> maps = base::sys::ReadFile("/proc/self/maps");
   if (!maps.ok()) return maps.status();
-  UniqueFd pagemap(::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC));
-  if (!pagemap.valid()) return ErrnoStatus(errno, "open(/proc/self/pagemap)");
-  const uintptr_t page_size = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  if (page_size != wire::kPageBytes) return std::vector<wire::PageRun>{};
   RunCollector collector;
-  uint64_t entries[kBatch];
-  for (absl::string_view line : absl::StrSplit(*maps, '\n', absl::SkipEmpty())) {
-    uintptr_t start = 0, end = 0;
-    if (!PrivateWritable(line, &start, &end)) continue;
-    for (uintptr_t page = start; page < end;) {
-      const size_t count = std::min<size_t>(kBatch, (end - page) / page_size);
-      const ssize_t n = ::pread(pagemap.get(), entries, count * sizeof(uint64_t),
-                                static_cast<off_t>(page / page_size * sizeof(uint64_t)));
-      if (n <= 0) break;  // Gone since maps was read: nothing more of it.
-      const size_t got = static_cast<size_t>(n) / sizeof(uint64_t);
-      for (size_t i = 0; i < got; ++i) {
-        const bool touched = (entries[i] & kPagePresent) != 0 && (entries[i] & kPageExclusive) != 0;
-        if (touched && !collector.Add(page + i * page_size, /*write=*/true)) {
-          return collector.Take();
-        }
-      }
-      page += got * page_size;
-    }
+  absl::Status scanned =
+      ForEachPage(*maps, MappingKind::kPrivateWritable, [&](uintptr_t page, uint64_t entry) {
+        const bool touched = (entry & kPagePresent) != 0 && (entry & kPageExclusive) != 0;
+        return !touched || collector.Add(page, /*write=*/true);
+      });
+  if (!scanned.ok()) return scanned;
+  if (before != nullptr) {
+    scanned = ForEachPage(*maps, MappingKind::kReadOnlyFile, [&](uintptr_t page, uint64_t entry) {
+      const bool mapped_since =
+          (entry & kPagePresent) != 0 && !std::binary_search(before->begin(), before->end(), page);
+      return !mapped_since || collector.Add(page, /*write=*/false);
+    });
+    if (!scanned.ok()) return scanned;
   }
   return collector.Take();
 }

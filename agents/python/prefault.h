@@ -7,6 +7,7 @@
 #define ZYGO_AGENTS_PYTHON_PREFAULT_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <vector>
 
@@ -15,14 +16,22 @@
 
 namespace zygo::agents::python {
 
+// The pages of read-only file mappings (code, read-only data) this process has mapped,
+// sorted. A fork does not copy these mappings' page tables, so each child maps what it runs
+// anew, 16 pages per fault; taken right before a request, this tells which of them the
+// request itself mapped.
+using MappedFilePages = std::vector<uintptr_t>;
+absl::StatusOr<MappedFilePages> SnapshotMappedFilePages();
+
 // From /proc/self/maps and /proc/self/pagemap: in private writable mappings, the pages
 // present and no longer shared with the zygote (copied on write, or new since the fork), as
-// write runs. At most wire::kMaxPageRuns runs and wire::kMaxPageRunPages pages.
-absl::StatusOr<std::vector<wire::PageRun>> ScanTouchedPages();
+// write runs; with `before`, also the pages of read-only file mappings mapped since it was
+// taken, as read runs. At most wire::kMaxPageRuns runs and wire::kMaxPageRunPages pages.
+absl::StatusOr<std::vector<wire::PageRun>> ScanTouchedPages(
+    const MappedFilePages* before = nullptr);
 
 // Takes `runs` now: MADV_POPULATE_WRITE for write runs (breaks the sharing with the
-// zygote, or allocates), MADV_POPULATE_READ for read runs (maps what the page cache holds;
-// the protocol allows them, this agent does not report any).
+// zygote, or allocates), MADV_POPULATE_READ for read runs (maps what the page cache holds).
 // A run this process does not have mapped is skipped: madvise refuses it, nothing is
 // touched. Works in slices of kPopulateSlicePages and stops as soon as `stop()` says so
 // between them (a request has arrived). Returns the pages taken (none before Linux 5.14).

@@ -1,6 +1,6 @@
 // The learned prefault, attempted across real forks: a child's scan names the pages it
-// wrote, and another child that takes those pages first then writes them with (almost) no
-// page faults, where a control child faults once per page.
+// wrote (and the file pages it mapped), and another child that takes those pages first
+// then uses them with (almost) no page faults, where a control child faults once per page.
 #include "agents/python/prefault.h"
 
 #include <gtest/gtest.h>
@@ -131,6 +131,72 @@ TEST_F(PrefaultTest, ALaterChildTakesTheWrittenPagesAheadOfItsWrites) {
   EXPECT_LT(prefaulted, static_cast<long>(kWrittenPages / 10));
   std::printf("writing %zu shared pages: %ld faults, %ld after taking %zu learned pages\n",
               kWrittenPages, plain, prefaulted, taken);
+}
+
+// Code and read-only data: a fork copies none of their page tables, so each child maps
+// what it runs anew; the scan names what was mapped since the snapshot, and a later child
+// that takes those runs reads them without a fault.
+TEST_F(PrefaultTest, ReadOnlyFilePagesMappedSinceTheSnapshotAreReadRuns) {
+  constexpr size_t kFilePages = 4096;  // 16 MiB: larger than any one page-cache folio
+  char path[] = "/tmp/zygo-prefault-test-XXXXXX";
+  const int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ::unlink(path);
+  const std::string content(kFilePages * kPage, 'z');
+  ASSERT_EQ(::write(fd, content.data(), content.size()), static_cast<ssize_t>(content.size()));
+  void* mapped = ::mmap(nullptr, kFilePages * kPage, PROT_READ, MAP_PRIVATE, fd, 0);
+  ASSERT_NE(mapped, MAP_FAILED);
+  ::close(fd);
+  const char* file = static_cast<const char*>(mapped);
+  const uintptr_t first = reinterpret_cast<uintptr_t>(file);
+  const uintptr_t end = first + kFilePages * kPage;
+  volatile char sink = 0;
+  sink = sink + file[0];  // mapped here; a child still starts without it
+
+  const auto scan = [&](bool with_snapshot) {
+    return Runs(InChild([&] {
+      absl::StatusOr<MappedFilePages> before = SnapshotMappedFilePages();
+      if (!before.ok()) return std::string();
+      sink = sink + file[10 * kPage] + file[3000 * kPage];
+      absl::StatusOr<std::vector<wire::PageRun>> scanned =
+          ScanTouchedPages(with_snapshot ? &*before : nullptr);
+      return scanned.ok() ? Bytes(*scanned) : std::string();
+    }));
+  };
+  const std::vector<wire::PageRun> runs = scan(true);
+  EXPECT_TRUE(Covered(runs, first + 10 * kPage, false));
+  EXPECT_TRUE(Covered(runs, first + 3000 * kPage, false));
+  size_t in_file = 0;
+  for (const wire::PageRun& run : runs) {
+    if (run.start >= first && run.start < end) {
+      EXPECT_FALSE(run.write);
+      in_file += run.pages;
+    }
+  }
+  // A fault maps the pages around it (fault-around, or the whole page-cache folio, at
+  // most 2 MiB), never the far end of the file.
+  EXPECT_FALSE(Covered(runs, first + 2000 * kPage, false));
+  EXPECT_LT(in_file, kFilePages / 2);
+  // The control: without a snapshot no read run is reported at all.
+  for (const wire::PageRun& run : scan(false)) EXPECT_TRUE(run.write);
+
+  const auto faults_reading = [&](const std::vector<wire::PageRun>& prefault) {
+    const std::string out = InChild([&] {
+      PopulatePages(prefault);
+      volatile char read = 0;  // on this child's own (already copied) stack page
+      const long before = MinorFaults();
+      read = static_cast<char>(file[10 * kPage] + file[3000 * kPage]);
+      const long faults = MinorFaults() - before;
+      (void)read;
+      return std::string(reinterpret_cast<const char*>(&faults), sizeof(faults));
+    });
+    long faults = -1;
+    if (out.size() == sizeof(faults)) std::memcpy(&faults, out.data(), sizeof(faults));
+    return faults;
+  };
+  EXPECT_EQ(faults_reading({}), 2);
+  EXPECT_EQ(faults_reading(runs), 0);
+  ::munmap(mapped, kFilePages * kPage);
 }
 
 TEST_F(PrefaultTest, RunsThisProcessDoesNotMapAreSkipped) {

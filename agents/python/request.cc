@@ -1,8 +1,10 @@
 // The request path inside a spare: stdio, event, handler call, result, report, _exit.
 #include "agents/python/request.h"
 
+#include <sched.h>
 #include <unistd.h>
 
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -38,6 +40,12 @@ std::string Tail(const std::string& text, size_t limit) {
   return absl::StrCat(kCut, text.substr(start));
 }
 
+// Everything after the answer (the page report, the exit: ~0.5 ms of tearing down a
+// copy of the interpreter) is work nobody waits for. The supervisor thread the answer just
+// woke is often placed on this CPU, and would otherwise wait behind it: the scheduler
+// preempts a running task only at the next tick, not when its slice runs out.
+void GiveWayAfterTheAnswer() { ::sched_yield(); }
+
 [[noreturn]] void ReportFailed(const PreparedSpare& spare, uint64_t request_id,
                                const PythonError& error) {
   spare.interpreter->FlushStdio();
@@ -46,13 +54,15 @@ std::string Tail(const std::string& text, size_t limit) {
                                    Tail(error.traceback, wire::kMaxTracebackSize)};
   absl::StatusOr<wire::Frame> frame = wire::Encode(failed);
   if (frame.ok()) (void)wire::SendFrame(spare.channel, *frame, {});
+  GiveWayAfterTheAnswer();
   ::_exit(1);
 }
 
-// After the answer, off the request's time: the pages this process touched, for the
-// supervisor to have later spares take ahead of their requests (prefault.h).
-void ReportTouched(const PreparedSpare& spare, uint64_t request_id) {
-  absl::StatusOr<std::vector<wire::PageRun>> runs = ScanTouchedPages();
+// After the answer, off the request's time: the pages this process touched (and the code
+// pages it mapped since `before`), for the supervisor to have later spares take ahead of
+// their requests (prefault.h).
+void ReportTouched(const PreparedSpare& spare, uint64_t request_id, const MappedFilePages* before) {
+  absl::StatusOr<std::vector<wire::PageRun>> runs = ScanTouchedPages(before);
   if (!runs.ok()) return;
   absl::StatusOr<wire::Frame> frame =
       wire::Encode(wire::TouchedMessage{request_id, *std::move(runs)});
@@ -60,7 +70,7 @@ void ReportTouched(const PreparedSpare& spare, uint64_t request_id) {
 }
 
 [[noreturn]] void ReportDone(const PreparedSpare& spare, const wire::RunMessage& run,
-                             std::string json) {
+                             std::string json, const MappedFilePages* mapped_before) {
   spare.interpreter->FlushStdio();
   absl::StatusOr<wire::Frame> frame =
       wire::Encode(wire::DoneMessage{run.request_id, wire::ExitKind::kExited, 0, std::move(json)});
@@ -68,7 +78,8 @@ void ReportTouched(const PreparedSpare& spare, uint64_t request_id) {
     ReportFailed(spare, run.request_id, {"ResultError", std::string(frame.status().message()), ""});
   }
   if (!wire::SendFrame(spare.channel, *frame, {}).ok()) ::_exit(2);
-  if (run.report_touched) ReportTouched(spare, run.request_id);
+  GiveWayAfterTheAnswer();
+  if (run.report_touched) ReportTouched(spare, run.request_id, mapped_before);
   ::_exit(0);
 }
 
@@ -121,6 +132,12 @@ void RunRequest(const PreparedSpare& spare, wire::ReceivedFrame& received,
                 const wire::RunMessage& run) {
   const PythonApi& api = spare.interpreter->api();
   const uint64_t id = run.request_id;
+  // Only for a request that reports (a zygote's first two): this scan costs it ~0.05 ms.
+  std::optional<MappedFilePages> mapped_before;
+  if (run.report_touched) {
+    absl::StatusOr<MappedFilePages> snapshot = SnapshotMappedFilePages();
+    if (snapshot.ok()) mapped_before = *std::move(snapshot);
+  }
   if (!spare.setup.ok()) ReportFailed(spare, id, {"SetupError", spare.setup.ToString(), ""});
   if (run.fd_layout == wire::FdLayout::kResultPipe) {
     // A protocol mismatch rather than a failed request: the result travels in Done.
@@ -154,7 +171,7 @@ void RunRequest(const PreparedSpare& spare, wire::ReceivedFrame& received,
       PythonToJson(api, std::get<PyRef>(result).get(), kMaxResultSize);
   if (!json.ok())
     ReportFailed(spare, id, {"ResultError", std::string(json.status().message()), ""});
-  ReportDone(spare, run, std::move(*json));
+  ReportDone(spare, run, std::move(*json), mapped_before ? &*mapped_before : nullptr);
 }
 
 }  // namespace zygo::agents::python
