@@ -12,6 +12,7 @@
 #include "agents/python/prefault.h"
 #include "agents/wire/channel.h"
 #include "agents/wire/messages.h"
+#include "core/base/sys/sched_attr.h"
 
 namespace zygo::agents::python {
 namespace {
@@ -53,6 +54,8 @@ void PythonSpareRunner::RunSpare(const SpareContext& context) {
   interpreter_.api().PyOS_AfterFork_Child();
   // Right away rather than last: a zygote dying while this spare prepares takes it along.
   if (!DieWithParent(context.zygote_pid).ok()) ::_exit(kZygoteGone);
+  // A request wakes this process; a short slice lets it preempt whatever runs (main.cc).
+  (void)base::sys::RawRequestSlice(base::sys::kShortSliceNs);
   spare_id_ = context.spare_id;
 
   auto channel = wire::MakeAgentSocketPair();

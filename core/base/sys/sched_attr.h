@@ -16,8 +16,9 @@
 
 namespace zygo::base::sys {
 
-// The kernel clamps a custom slice to [0.1 ms, 100 ms].
+// The kernel clamps a custom slice to [0.1 ms, 100 ms]; 0 asks for its default again.
 inline constexpr uint64_t kShortSliceNs = 100'000;
+inline constexpr uint64_t kDefaultSliceNs = 0;
 
 // The kernel's struct sched_attr, first version (48 bytes): glibc 2.36 has no wrapper,
 // and <linux/sched/types.h> clashes with <sched.h>.
