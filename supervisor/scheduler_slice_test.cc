@@ -17,7 +17,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "core/base/sys/fs.h"
 #include "core/base/sys/sched_attr.h"
 #include "gtest/gtest.h"
@@ -36,14 +35,7 @@ int64_t SliceOf(pid_t tid) {
   return static_cast<int64_t>(attr.sched_runtime);
 }
 
-pid_t ParentOf(pid_t pid) {
-  absl::StatusOr<std::string> stat = base::sys::ReadFile(absl::StrCat("/proc/", pid, "/stat"));
-  if (!stat.ok()) return 0;
-  // "pid (comm) state ppid ...": comm may hold spaces, so read after its last ')'.
-  const std::vector<std::string> fields = absl::StrSplit(stat->substr(stat->rfind(')') + 2), ' ');
-  int parent = 0;
-  return fields.size() > 1 && absl::SimpleAtoi(fields[1], &parent) ? parent : 0;
-}
+pid_t ParentOf(pid_t pid) { return base::sys::ReadParentPid(pid).value_or(0); }
 
 bool IsAgent(pid_t pid) {
   absl::StatusOr<std::string> comm = base::sys::ReadFile(absl::StrCat("/proc/", pid, "/comm"));

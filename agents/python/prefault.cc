@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -50,17 +51,19 @@ MappingKind KindOf(absl::string_view line, uintptr_t* start, uintptr_t* end) {
   return inode != 0 ? MappingKind::kReadOnlyFile : MappingKind::kOther;
 }
 
-// Calls `each(page, entry)` for every page of the mappings of `kind` in `maps`, with its
-// pagemap entry. Stops early when `each` returns false.
+// Calls `each(kind, page, entry)` for every page of the mappings in `maps` whose kind is
+// one of `kinds`, with its pagemap entry, in address order. Stops early when `each` returns
+// false.
 template <typename Each>
-absl::Status ForEachPage(absl::string_view maps, MappingKind kind, Each each) {
+absl::Status ForEachPage(absl::string_view maps, const std::vector<MappingKind>& kinds, Each each) {
   UniqueFd pagemap(::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC));
   if (!pagemap.valid()) return ErrnoStatus(errno, "open(/proc/self/pagemap)");
   const uintptr_t page_size = wire::kPageBytes;
   uint64_t entries[kBatch];
   for (absl::string_view line : absl::StrSplit(maps, '\n', absl::SkipEmpty())) {
     uintptr_t start = 0, end = 0;
-    if (KindOf(line, &start, &end) != kind) continue;
+    const MappingKind kind = KindOf(line, &start, &end);
+    if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) continue;
     for (uintptr_t page = start; page < end;) {
       const size_t count = std::min<size_t>(kBatch, (end - page) / page_size);
       const ssize_t n = ::pread(pagemap.get(), entries, count * sizeof(uint64_t),
@@ -68,7 +71,7 @@ absl::Status ForEachPage(absl::string_view maps, MappingKind kind, Each each) {
       if (n <= 0) break;  // Gone since maps was read: nothing more of it.
       const size_t got = static_cast<size_t>(n) / sizeof(uint64_t);
       for (size_t i = 0; i < got; ++i) {
-        if (!each(page + i * page_size, entries[i])) return absl::OkStatus();
+        if (!each(kind, page + i * page_size, entries[i])) return absl::OkStatus();
       }
       page += got * page_size;
     }
@@ -113,11 +116,11 @@ absl::StatusOr<MappedFilePages> SnapshotMappedFilePages() {
   if (!PageSizeIsTheWires()) return pages;
   absl::StatusOr<std::string> maps = base::sys::ReadFile("/proc/self/maps");
   if (!maps.ok()) return maps.status();
-  absl::Status scanned =
-      ForEachPage(*maps, MappingKind::kReadOnlyFile, [&](uintptr_t page, uint64_t entry) {
-        if ((entry & kPagePresent) != 0) pages.push_back(page);
-        return true;
-      });
+  absl::Status scanned = ForEachPage(*maps, {MappingKind::kReadOnlyFile},
+                                     [&](MappingKind, uintptr_t page, uint64_t entry) {
+                                       if ((entry & kPagePresent) != 0) pages.push_back(page);
+                                       return true;
+                                     });
   if (!scanned.ok()) return scanned;
   return pages;  // in address order, as /proc/self/maps lists the mappings
 }
@@ -128,20 +131,21 @@ absl::StatusOr<std::vector<wire::PageRun>> ScanTouchedPages(const MappedFilePage
   absl::StatusOr<std::string> maps = base::sys::ReadFile("/proc/self/maps");
   if (!maps.ok()) return maps.status();
   RunCollector collector;
+  // One pass in address order; read-only file mappings only with a snapshot to subtract.
+  std::vector<MappingKind> kinds = {MappingKind::kPrivateWritable};
+  if (before != nullptr) kinds.push_back(MappingKind::kReadOnlyFile);
   absl::Status scanned =
-      ForEachPage(*maps, MappingKind::kPrivateWritable, [&](uintptr_t page, uint64_t entry) {
-        const bool touched = (entry & kPagePresent) != 0 && (entry & kPageExclusive) != 0;
-        return !touched || collector.Add(page, /*write=*/true);
+      ForEachPage(*maps, kinds, [&](MappingKind kind, uintptr_t page, uint64_t entry) {
+        if ((entry & kPagePresent) == 0) return true;
+        if (kind == MappingKind::kPrivateWritable) {
+          // Copied on write or new since the fork; a page still shared is not exclusive.
+          return (entry & kPageExclusive) == 0 || collector.Add(page, /*write=*/true);
+        }
+        // Mapped by this process since the snapshot.
+        return std::binary_search(before->begin(), before->end(), page) ||
+               collector.Add(page, /*write=*/false);
       });
   if (!scanned.ok()) return scanned;
-  if (before != nullptr) {
-    scanned = ForEachPage(*maps, MappingKind::kReadOnlyFile, [&](uintptr_t page, uint64_t entry) {
-      const bool mapped_since =
-          (entry & kPagePresent) != 0 && !std::binary_search(before->begin(), before->end(), page);
-      return !mapped_since || collector.Add(page, /*write=*/false);
-    });
-    if (!scanned.ok()) return scanned;
-  }
   return collector.Take();
 }
 
