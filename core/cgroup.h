@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/base/unique_fd.h"
 
 namespace zygo::core {
 
@@ -46,6 +47,18 @@ class Cgroup {
   // v1: writes `pid` into every controller's cgroup.procs. v2: nothing to do, since
   // the child was born inside. Call before the child runs untrusted code.
   virtual absl::Status AttachFromParent(pid_t pid) = 0;
+
+  // v1: the `tasks` file of each hierarchy's directory, open for writing, for a
+  // single-threaded child to write "0" into. The kernel then moves the writing thread
+  // itself, which skips the global lock that writing another process's pid takes (and the
+  // RCU grace period, 6-14 ms measured, the first such move after an idle spell waits for).
+  // The fds let their holder move any process it can name into this cgroup: hand them only
+  // to code as trusted as what will run inside. v2: Unimplemented (moving oneself takes the
+  // same lock there; children are born inside with CLONE_INTO_CGROUP instead).
+  virtual absl::StatusOr<std::vector<base::UniqueFd>> OpenSelfJoinFiles() const = 0;
+
+  // Whether `pid` (in the caller's pid namespace) is a member: on v1, of every hierarchy.
+  virtual absl::StatusOr<bool> Holds(pid_t pid) const = 0;
 
   virtual absl::StatusOr<CgroupUsage> ReadUsage() const = 0;
   // Just ReadUsage's memory_peak_bytes: one file, for a request's hot path.

@@ -27,6 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "core/base/unique_fd.h"
 #include "core/cgroup.h"
 #include "core/internal/cgroup_test_files.h"
 #include "gtest/gtest.h"
@@ -632,6 +633,43 @@ TEST_F(HostCgroupV1, DestroyRetriesWhileTheLastTaskLeaves) {
   killer.join();
   EXPECT_TRUE(gone.ok()) << gone;
   for (const std::string& dir : paths) EXPECT_FALSE(fs::exists(dir)) << dir;
+}
+
+TEST_F(HostCgroupV1, AChildJoinsByWritingZeroIntoTheJoinFiles) {
+  std::unique_ptr<Cgroup> cgroup = Create({.pids_max = 16});
+  ASSERT_NE(cgroup, nullptr);
+  absl::StatusOr<std::vector<base::UniqueFd>> files = cgroup->OpenSelfJoinFiles();
+  ASSERT_TRUE(files.ok()) << files.status();
+  ASSERT_EQ(files->size(), cgroup->paths().size());
+  int go[2], done[2];
+  ASSERT_EQ(pipe2(go, O_CLOEXEC), 0);
+  ASSERT_EQ(pipe2(done, O_CLOEXEC), 0);
+  PausedChild bystander;  // Forked before the joiner: must stay where it is.
+  const pid_t joiner = fork();
+  ASSERT_GE(joiner, 0);
+  if (joiner == 0) {
+    char byte;
+    if (read(go[0], &byte, 1) != 1) _exit(2);
+    for (const base::UniqueFd& file : *files) {
+      if (write(file.get(), "0", 1) != 1) _exit(3);
+    }
+    (void)!write(done[1], "j", 1);
+    pause();
+    _exit(0);
+  }
+  // Not yet: the files alone move nobody.
+  EXPECT_FALSE(*cgroup->Holds(joiner));
+  ASSERT_EQ(write(go[1], "g", 1), 1);
+  char byte = 0;
+  ASSERT_EQ(read(done[0], &byte, 1), 1);
+  EXPECT_TRUE(*cgroup->Holds(joiner));
+  EXPECT_FALSE(*cgroup->Holds(bystander.pid()));
+  EXPECT_FALSE(*cgroup->Holds(getpid()));
+  kill(joiner, SIGKILL);
+  waitpid(joiner, nullptr, 0);
+  for (int fd : {go[0], go[1], done[0], done[1]}) close(fd);
+  files->clear();
+  EXPECT_TRUE(cgroup->Destroy().ok());
 }
 
 }  // namespace

@@ -273,7 +273,7 @@ void Zygote::HandleForked(wire::ReceivedFrame& received) {
   auto admit_start = std::chrono::steady_clock::now();
   if (cgroup_) {
     absl::StatusOr<std::unique_ptr<core::Cgroup>> own = RequestCgroup();
-    absl::Status attached = own.ok() ? (*own)->AttachFromParent(spare->pid) : own.status();
+    absl::Status attached = own.ok() ? Admit(*spare, **own) : own.status();
     if (!attached.ok()) {
       fprintf(stderr, "[%s] cannot admit a spare: %s\n", config_.name.c_str(),
               std::string(attached.message()).c_str());

@@ -25,6 +25,7 @@
 #include "agents/wire/messages.h"
 #include "core/base/sys/fs.h"
 #include "core/base/sys/landlock.h"
+#include "core/base/unique_fd.h"
 #include "nlohmann/json.hpp"
 
 namespace zygo::agents::conformance {
@@ -87,7 +88,7 @@ class ConformanceTest : public ::testing::TestWithParam<AgentKind> {
     ASSERT_TRUE(hello.ok()) << hello.status();
     EXPECT_EQ(hello->agent_kind, GetParam().name);
     EXPECT_EQ(hello->protocol_version, wire::kProtocolVersion);
-    EXPECT_EQ(wire::kProtocolVersion, 4u);
+    EXPECT_EQ(wire::kProtocolVersion, 5u);
     EXPECT_EQ(hello->pid, agent_->pid());  // Same pid namespace in this suite.
     EXPECT_EQ(frame->sender_pid, agent_->pid());
   }
@@ -225,6 +226,51 @@ TEST_P(ConformanceTest, ReportsTouchedPagesAndTakesAPrefault) {
   ASSERT_TRUE(reply.ok()) << reply.status() << "\nstderr: " << agent_->Stderr();
   EXPECT_EQ(ResultOf(*reply), R"({"a":[1,2]})");
   ExpectReaped(prefaulted.id, 0);
+}
+
+// Join: the spare writes "0" into each file it is given (on a real v1 cgroup that moves
+// it; plain files stand in here), answers Joined, then serves its Run. A file it cannot
+// write is answered with Error, and the spare still serves.
+TEST_P(ConformanceTest, JoinWritesZeroIntoEachFileThenTheSpareServes) {
+  StartFunctionMode();
+  Spare joined = SpawnSpare();
+  std::vector<base::UniqueFd> files;
+  std::vector<int> fds;
+  for (int i = 0; i < 3; ++i) {
+    const std::string path = absl::StrCat(dir_, "/tasks-", i);
+    files.emplace_back(::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    ASSERT_TRUE(files.back().valid()) << path;
+    fds.push_back(files.back().get());
+  }
+  ASSERT_TRUE(wire::SendFrame(joined.channel.get(), *wire::Encode(wire::JoinMessage{}), fds).ok());
+  absl::StatusOr<wire::ReceivedFrame> answer =
+      wire::ReceiveFrame(joined.channel.get(), kFrameTimeout);
+  ASSERT_TRUE(answer.ok()) << answer.status() << "\nstderr: " << agent_->Stderr();
+  EXPECT_TRUE(wire::DecodeJoined(*answer).ok()) << wire::MessageTypeName(answer->frame.type);
+  for (const base::UniqueFd& file : files) {
+    char written[4] = {};
+    EXPECT_EQ(::pread(file.get(), written, sizeof(written), 0), 1);
+    EXPECT_STREQ(written, "0");
+  }
+  absl::StatusOr<wire::ReceivedFrame> reply = RunOn(joined, MakeRun("5"));
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_EQ(ResultOf(*reply), "5");
+  ExpectReaped(joined.id, 0);
+
+  Spare refusing = SpawnSpare();
+  base::UniqueFd read_only(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  const int bad[] = {read_only.get()};
+  ASSERT_TRUE(
+      wire::SendFrame(refusing.channel.get(), *wire::Encode(wire::JoinMessage{}), bad).ok());
+  answer = wire::ReceiveFrame(refusing.channel.get(), kFrameTimeout);
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  absl::StatusOr<wire::ErrorMessage> error = wire::DecodeError(*answer);
+  ASSERT_TRUE(error.ok()) << wire::MessageTypeName(answer->frame.type);
+  EXPECT_NE(error->message.find("cannot join file 1 of 1"), std::string::npos) << error->message;
+  reply = RunOn(refusing, MakeRun("6"));
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_EQ(ResultOf(*reply), "6");
+  ExpectReaped(refusing.id, 0);
 }
 
 TEST_P(ConformanceTest, PrintGoesToTheRequestStdio) {

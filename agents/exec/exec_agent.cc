@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "agents/wire/channel.h"
+#include "agents/wire/join.h"
 #include "agents/wire/messages.h"
 
 namespace zygo::agents {
@@ -36,7 +37,8 @@ void SendOrDie(int fd, const absl::StatusOr<wire::Frame>& frame, std::vector<int
 }
 
 // The spare: announce itself (the kernel's credentials on this frame tell the supervisor
-// its pid), wait for the request, then become the command.
+// its pid), join its request cgroup when asked, wait for the request, then become the
+// command.
 [[noreturn]] void RunSpare(int zygote_fd, uint64_t spare_id, char** command) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   signal(SIGCHLD, SIG_DFL);
@@ -48,9 +50,14 @@ void SendOrDie(int fd, const absl::StatusOr<wire::Frame>& frame, std::vector<int
   SendOrDie(zygote_fd, wire::Encode(wire::ForkedMessage{spare_id, getpid()}), {pair[1]});
   close(zygote_fd);
   close(pair[1]);
-  absl::StatusOr<wire::ReceivedFrame> received =
-      wire::ReceiveFrame(pair[0], absl::InfiniteDuration());
-  if (!received.ok()) _exit(0);  // the supervisor dropped this spare
+  absl::StatusOr<wire::ReceivedFrame> received;
+  for (;;) {
+    received = wire::ReceiveFrame(pair[0], absl::InfiniteDuration());
+    if (!received.ok()) _exit(0);  // the supervisor dropped this spare
+    if (received->frame.type != wire::MessageType::kJoin) break;
+    // A failed join is answered with Error; the supervisor then moves this process itself.
+    (void)wire::AnswerJoin(pair[0], *received);
+  }
   absl::StatusOr<wire::RunMessage> run = wire::DecodeRun(*received);
   if (!run.ok()) _exit(125);
   if (run->fd_layout == wire::FdLayout::kStdio) {

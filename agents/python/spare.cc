@@ -11,6 +11,7 @@
 #include "agents/python/isolation.h"
 #include "agents/python/prefault.h"
 #include "agents/wire/channel.h"
+#include "agents/wire/join.h"
 #include "agents/wire/messages.h"
 #include "core/base/sys/sched_attr.h"
 
@@ -109,6 +110,13 @@ void PythonSpareRunner::ServeChildChannel(PreparedSpare& spare) {
         absl::StatusOr<wire::RunMessage> run = wire::DecodeRun(*received);
         if (run.ok()) RunRequest(spare, *received, *run);
         status = run.status();
+      } else if (received->frame.type == wire::MessageType::kJoin) {
+        // Before Prefault, so the pages it takes are charged to the request's cgroup.
+        if (!wire::AnswerJoin(spare.channel, *received).ok() && verbose_) {
+          std::fprintf(stderr, "zygo-agent-python: spare %llu could not join its cgroup\n",
+                       static_cast<unsigned long long>(spare_id_));
+        }
+        continue;
       } else if (received->frame.type == wire::MessageType::kPrefault) {
         Prefault(spare.channel, *received);
         continue;

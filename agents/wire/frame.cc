@@ -24,7 +24,7 @@ uint64_t GetLe(absl::string_view in, size_t offset, int bytes) {
 
 bool IsKnownMessageType(uint16_t raw) {
   return raw >= static_cast<uint16_t>(MessageType::kHello) &&
-         raw <= static_cast<uint16_t>(MessageType::kPrefault);
+         raw <= static_cast<uint16_t>(MessageType::kJoined);
 }
 
 const char* MessageTypeName(MessageType type) {
@@ -53,6 +53,10 @@ const char* MessageTypeName(MessageType type) {
       return "Touched";
     case MessageType::kPrefault:
       return "Prefault";
+    case MessageType::kJoin:
+      return "Join";
+    case MessageType::kJoined:
+      return "Joined";
   }
   return "Unknown";
 }

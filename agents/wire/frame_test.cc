@@ -36,10 +36,10 @@ TEST(FrameTest, RefusesBadMagicVersionTypeFlagsAndLength) {
     return DecodeHeader(bytes).status();
   };
   EXPECT_EQ(mutated(0, 'z').code(), absl::StatusCode::kInvalidArgument);   // magic
-  EXPECT_EQ(mutated(4, 3).code(), absl::StatusCode::kFailedPrecondition);  // a v3 peer
-  EXPECT_EQ(mutated(4, 5).code(), absl::StatusCode::kFailedPrecondition);  // version 5
+  EXPECT_EQ(mutated(4, 4).code(), absl::StatusCode::kFailedPrecondition);  // a v4 peer
+  EXPECT_EQ(mutated(4, 6).code(), absl::StatusCode::kFailedPrecondition);  // version 6
   EXPECT_EQ(mutated(6, 0).code(), absl::StatusCode::kInvalidArgument);     // type 0
-  EXPECT_EQ(mutated(6, 13).code(), absl::StatusCode::kInvalidArgument);    // type 13
+  EXPECT_EQ(mutated(6, 15).code(), absl::StatusCode::kInvalidArgument);    // type 15
   EXPECT_EQ(mutated(6, 99).code(), absl::StatusCode::kInvalidArgument);    // type 99
   EXPECT_EQ(mutated(9, 1).code(), absl::StatusCode::kInvalidArgument);     // reserved flag
   EXPECT_EQ(mutated(8, kMaxFdsPerFrame + 1).code(), absl::StatusCode::kInvalidArgument);

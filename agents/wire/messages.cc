@@ -339,6 +339,12 @@ absl::StatusOr<Frame> Encode(const PongMessage& m) {
   return MakeFrame(MessageType::kPong, m.nonce, "");
 }
 
+absl::StatusOr<Frame> Encode(const JoinMessage&) { return MakeFrame(MessageType::kJoin, 0, ""); }
+
+absl::StatusOr<Frame> Encode(const JoinedMessage&) {
+  return MakeFrame(MessageType::kJoined, 0, "");
+}
+
 absl::StatusOr<HelloMessage> DecodeHello(const ReceivedFrame& received) {
   ZYGO_RETURN_IF_ERROR(CheckFrame(received, MessageType::kHello, 0));
   if (received.frame.request_id != 0) return Invalid(MessageType::kHello, "request id must be 0");
@@ -460,6 +466,22 @@ absl::StatusOr<PongMessage> DecodePong(const ReceivedFrame& received) {
   ZYGO_RETURN_IF_ERROR(CheckFrame(received, MessageType::kPong, 0));
   ZYGO_RETURN_IF_ERROR(FieldReader::Parse(received.frame.payload, {}).status());
   return PongMessage{received.frame.request_id};
+}
+
+absl::StatusOr<JoinMessage> DecodeJoin(const ReceivedFrame& received) {
+  const size_t fds = received.fds.size();
+  ZYGO_RETURN_IF_ERROR(
+      CheckFrame(received, MessageType::kJoin, fds >= 1 && fds <= kMaxFdsPerFrame ? fds : 1));
+  if (received.frame.request_id != 0) return Invalid(MessageType::kJoin, "request id must be 0");
+  ZYGO_RETURN_IF_ERROR(FieldReader::Parse(received.frame.payload, {}).status());
+  return JoinMessage{};
+}
+
+absl::StatusOr<JoinedMessage> DecodeJoined(const ReceivedFrame& received) {
+  ZYGO_RETURN_IF_ERROR(CheckFrame(received, MessageType::kJoined, 0));
+  if (received.frame.request_id != 0) return Invalid(MessageType::kJoined, "request id must be 0");
+  ZYGO_RETURN_IF_ERROR(FieldReader::Parse(received.frame.payload, {}).status());
+  return JoinedMessage{};
 }
 
 absl::StatusOr<CompiledMessage> DecodeCompiled(const ReceivedFrame& received) {

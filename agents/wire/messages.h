@@ -2,7 +2,7 @@
 // builds a Frame; each Decode checks the frame's type, fd count and request id, then parses
 // the payload strictly (see fields.h). Decoders take untrusted input and never crash on it.
 //
-// Protocol v4 has two kinds of channel (both SOCK_SEQPACKET socketpairs):
+// Protocol v5 has two kinds of channel (both SOCK_SEQPACKET socketpairs):
 //   zygote channel (supervisor <-> zygote agent):  zygote: Hello;  supervisor: Spawn(spare);
 //     the forked CHILD itself: Forked(spare, pid, +1 fd: the supervisor's end of a new child
 //     channel), so SCM_CREDENTIALS name the child;  zygote, once it reaped the child:
@@ -157,6 +157,15 @@ struct ErrorMessage {
   absl::Status ToStatus() const { return absl::Status(code, message); }
 };
 
+// supervisor -> child (child channel), first, request_id 0, no payload, with 1 to
+// kMaxFdsPerFrame fds: the request cgroup's files the child joins (cgroup v1 `tasks`, one
+// per hierarchy, opened for writing by the supervisor). The child writes "0" into each, so
+// the kernel moves the writing thread itself, which takes none of the global lock a move of
+// another process waits for; then it closes them and answers Joined, or Error.
+struct JoinMessage {};
+// child -> supervisor (child channel): Join done. request_id 0, no payload, no fds.
+struct JoinedMessage {};
+
 // Liveness: the nonce travels as the frame's request_id; Pong echoes it.
 struct PingMessage {
   uint64_t nonce = 0;
@@ -177,9 +186,12 @@ absl::StatusOr<Frame> Encode(const FailedMessage& message);
 absl::StatusOr<Frame> Encode(const CompiledMessage& message);
 absl::StatusOr<Frame> Encode(const TouchedMessage& message);
 absl::StatusOr<Frame> Encode(const PrefaultMessage& message);
+absl::StatusOr<Frame> Encode(const JoinMessage& message);
+absl::StatusOr<Frame> Encode(const JoinedMessage& message);
 
 // Each decoder also requires the number of fds the message type allows: FdCount(fd_layout)
-// for Run, kForkedFdCount for Forked, none for the others. The fds stay owned by `received`.
+// for Run, kForkedFdCount for Forked, 1..kMaxFdsPerFrame for Join, none for the others. The fds
+// stay owned by `received`.
 absl::StatusOr<HelloMessage> DecodeHello(const ReceivedFrame& received);
 absl::StatusOr<RunMessage> DecodeRun(const ReceivedFrame& received);
 absl::StatusOr<ForkedMessage> DecodeForked(const ReceivedFrame& received);
@@ -192,6 +204,8 @@ absl::StatusOr<FailedMessage> DecodeFailed(const ReceivedFrame& received);
 absl::StatusOr<CompiledMessage> DecodeCompiled(const ReceivedFrame& received);
 absl::StatusOr<TouchedMessage> DecodeTouched(const ReceivedFrame& received);
 absl::StatusOr<PrefaultMessage> DecodePrefault(const ReceivedFrame& received);
+absl::StatusOr<JoinMessage> DecodeJoin(const ReceivedFrame& received);
+absl::StatusOr<JoinedMessage> DecodeJoined(const ReceivedFrame& received);
 
 }  // namespace zygo::wire
 

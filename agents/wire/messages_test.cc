@@ -326,5 +326,36 @@ TEST(MessagesValidationTest, DecodersRefuseWrongTypeFdsAndFields) {
   EXPECT_FALSE(DecodeHello(received).ok());  // Hello's request id must be 0.
 }
 
+TEST_F(MessagesTest, JoinCarriesItsFilesAndJoinedAnswersIt) {
+  UniqueFd first(::open("/dev/null", O_WRONLY | O_CLOEXEC));
+  UniqueFd second(::open("/dev/null", O_WRONLY | O_CLOEXEC));
+  ReceivedFrame join = Transfer(JoinMessage{}, {first.get(), second.get()});
+  EXPECT_TRUE(DecodeJoin(join).ok());
+  EXPECT_EQ(join.fds.size(), 2u);
+  ReceivedFrame joined = Transfer(JoinedMessage{});
+  EXPECT_TRUE(DecodeJoined(joined).ok());
+  EXPECT_FALSE(DecodeJoin(joined).ok());  // Wrong type.
+}
+
+TEST(MessagesValidationTest, JoinNeedsOneToFourFilesAndNoRequestOrFields) {
+  ReceivedFrame received;
+  received.frame = *Encode(JoinMessage{});
+  EXPECT_FALSE(DecodeJoin(received).ok());  // No file to join.
+  for (size_t i = 0; i < kMaxFdsPerFrame; ++i) {
+    received.fds.emplace_back(::dup(0));
+    EXPECT_TRUE(DecodeJoin(received).ok()) << received.fds.size() << " fds";
+  }
+  received.frame = {MessageType::kJoin, 7, ""};
+  EXPECT_FALSE(DecodeJoin(received).ok());  // A request id.
+  received.frame = {MessageType::kJoin, 0, FieldWriter().AddU64(1, 1).Finish()};
+  EXPECT_FALSE(DecodeJoin(received).ok());  // A field.
+  received.frame = *Encode(JoinedMessage{});
+  EXPECT_FALSE(DecodeJoined(received).ok());  // Joined carries no fd.
+  received.fds.clear();
+  EXPECT_TRUE(DecodeJoined(received).ok());
+  received.frame = {MessageType::kJoined, 3, ""};
+  EXPECT_FALSE(DecodeJoined(received).ok());
+}
+
 }  // namespace
 }  // namespace zygo::wire

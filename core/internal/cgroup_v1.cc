@@ -38,6 +38,8 @@ class CgroupV1 : public Cgroup {
 
   int clone_into_fd() const override { return -1; }
   absl::Status AttachFromParent(pid_t pid) override;
+  absl::StatusOr<std::vector<base::UniqueFd>> OpenSelfJoinFiles() const override;
+  absl::StatusOr<bool> Holds(pid_t pid) const override;
   absl::StatusOr<CgroupUsage> ReadUsage() const override;
   absl::StatusOr<int64_t> ReadMemoryPeak() const override { return memory_peak_.Read(0); }
   absl::StatusOr<std::unique_ptr<Cgroup>> CreateChild(const CgroupLimits& limits,
@@ -151,6 +153,31 @@ absl::Status CgroupV1::AttachFromParent(pid_t pid) {
     }
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<base::UniqueFd>> CgroupV1::OpenSelfJoinFiles() const {
+  if (destroy_called_) {
+    return absl::FailedPreconditionError("join files: the cgroup was already destroyed");
+  }
+  std::vector<base::UniqueFd> files;
+  for (const std::string& dir : made_) {
+    // `tasks`, not cgroup.procs: "0" there names the writing thread alone, which is what
+    // lets the kernel skip the lock that stabilises a whole thread group. O_CREAT is a no-op
+    // on cgroupfs; it lets a fake tree of plain files stand in.
+    const std::string path = absl::StrCat(dir, "/tasks");
+    base::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+    if (!fd.valid()) return base::ErrnoStatus(errno, absl::StrCat("open(", path, ")"));
+    files.push_back(std::move(fd));
+  }
+  return files;
+}
+
+absl::StatusOr<bool> CgroupV1::Holds(pid_t pid) const {
+  for (const std::string& dir : made_) {
+    ZYGO_ASSIGN_OR_RETURN(bool listed, CgroupListsPid(absl::StrCat(dir, "/cgroup.procs"), pid));
+    if (!listed) return false;
+  }
+  return !made_.empty();
 }
 
 absl::StatusOr<std::unique_ptr<Cgroup>> CgroupV1::CreateChild(const CgroupLimits& limits,

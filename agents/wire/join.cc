@@ -1,0 +1,50 @@
+// A spare writing itself into its request cgroup.
+#include "agents/wire/join.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "agents/wire/channel.h"
+#include "agents/wire/messages.h"
+
+namespace zygo::wire {
+namespace {
+
+absl::Status JoinFiles(ReceivedFrame& join) {
+  if (absl::StatusOr<JoinMessage> decoded = DecodeJoin(join); !decoded.ok()) {
+    return decoded.status();
+  }
+  for (size_t i = 0; i < join.fds.size(); ++i) {
+    ssize_t written;
+    do {
+      written = ::write(join.fds[i].get(), "0", 1);
+    } while (written < 0 && errno == EINTR);
+    if (written != 1) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("cannot join file ", i + 1, " of ", join.fds.size(), ": ",
+                       written < 0 ? strerror(errno) : "short write"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status AnswerJoin(int channel, ReceivedFrame& join) {
+  absl::Status joined = JoinFiles(join);
+  join.fds.clear();  // Closed, so nothing later in this process can write another pid there.
+  absl::StatusOr<Frame> answer =
+      joined.ok()
+          ? Encode(JoinedMessage{})
+          : Encode(ErrorMessage{0, joined.code(),
+                                std::string(joined.message().substr(0, kMaxErrorMessageSize))});
+  if (!answer.ok()) return answer.status();
+  absl::Status sent = SendFrame(channel, *answer, {});
+  return joined.ok() ? sent : joined;
+}
+
+}  // namespace zygo::wire
