@@ -57,9 +57,6 @@ class Cgroup {
   // same lock there; children are born inside with CLONE_INTO_CGROUP instead).
   virtual absl::StatusOr<std::vector<base::UniqueFd>> OpenSelfJoinFiles() const = 0;
 
-  // Whether `pid` (in the caller's pid namespace) is a member: on v1, of every hierarchy.
-  virtual absl::StatusOr<bool> Holds(pid_t pid) const = 0;
-
   virtual absl::StatusOr<CgroupUsage> ReadUsage() const = 0;
   // Just ReadUsage's memory_peak_bytes: one file, for a request's hot path.
   virtual absl::StatusOr<int64_t> ReadMemoryPeak() const = 0;

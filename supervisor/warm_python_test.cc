@@ -16,6 +16,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "supervisor/service_fixture.h"
@@ -81,6 +82,9 @@ def kill_parent(event):
 
 def fds(event):
     return sorted(int(fd) for fd in os.listdir("/proc/self/fd"))
+
+def cgroups(event):
+    return open("/proc/self/cgroup").read().splitlines()
 
 def peek(event):
     # Writes a secret into its own TMPDIR, then tries every other request's directory.
@@ -288,10 +292,24 @@ TEST_F(WarmPythonTest, SparesJoinTheirRequestCgroupsThemselves) {
     GTEST_SKIP() << "a spare joins by itself on cgroup v1 only";
   }
   ::testing::internal::CaptureStderr();
-  UpHandler("fds");
+  UpHandler("cgroups");
   for (int i = 0; i < 3; ++i) {
-    ExecReply reply = Call("fds");
-    EXPECT_TRUE(reply.ok) << reply.error_message;
+    ExecReply reply = Call("cgroups");
+    ASSERT_TRUE(reply.ok) << reply.error_message;
+    // Its own request cgroup in the memory, pids and cpu hierarchies ("ID:controllers:path").
+    int in_request_cgroup = 0;
+    for (const std::string line : Result(reply)) {
+      const std::vector<std::string> fields = absl::StrSplit(line, absl::MaxSplits(':', 2));
+      if (fields.size() != 3) continue;
+      const std::vector<std::string> controllers = absl::StrSplit(fields[1], ',');
+      for (const char* wanted : {"memory", "pids", "cpu"}) {
+        if (std::find(controllers.begin(), controllers.end(), wanted) == controllers.end())
+          continue;
+        EXPECT_NE(fields[2].find("/request-"), std::string::npos) << line;
+        ++in_request_cgroup;
+      }
+    }
+    EXPECT_EQ(in_request_cgroup, 3) << reply.result_json;
   }
   const std::string log = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(log.find("did not join its cgroup"), std::string::npos) << log;

@@ -262,6 +262,8 @@ void Zygote::HandleForked(wire::ReceivedFrame& received) {
     spawning_.erase(sent);
     agent_pid = agent_pid_;
   }
+  // Opened before the parent check, so the check vouches for the process the pidfd names.
+  if (spare->pid > 0) spare->pidfd.Reset(base::sys::RawPidfdOpen(spare->pid));
   // Read outside the lock: /proc is not something request threads should wait behind.
   absl::StatusOr<pid_t> parent =
       spare->pid > 0 ? base::sys::ReadParentPid(spare->pid) : absl::NotFoundError("no pid");

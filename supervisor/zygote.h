@@ -110,6 +110,7 @@ class Zygote {
                        bool* sent_code);
   absl::StatusOr<std::unique_ptr<core::Cgroup>> RequestCgroup();
   absl::Status Admit(Spare& spare, core::Cgroup& cgroup);
+  absl::Status FinishJoin(Spare& spare, Clock::time_point deadline);
   void DestroyFreeCgroups();
   std::string LogTail() const;
 
@@ -141,7 +142,8 @@ class Zygote {
   // were most of the supervisor's own CPU time under load.
   std::vector<std::unique_ptr<core::Cgroup>> free_cgroups_;
   std::string log_tail_;                 // the end of the agent's own output
-  bool join_refusal_logged_ = false;     // reader thread only (Admit)
+  // A spare answered Join with Error: later spares are moved by the supervisor instead.
+  std::atomic<bool> join_refused_{false};
   // A pool's scripts as its spares compiled them (supervisor/script_bytecode_cache.h).
   ScriptBytecodeCache bytecode_{kMaxBytecodeCacheBytes};
   // The pages its spares take ahead of their requests (supervisor/learned_prefault.h).

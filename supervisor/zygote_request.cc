@@ -252,14 +252,17 @@ void Zygote::Run(const SpareRequest& request, const CancelSignal& cancel,
       return;
     }
     spare = *std::move(taken);
-    absl::Status sent = SendRun(*spare, request, report_touched, &sent_code);
+    // A spare that did not answer its Join sanely is treated as one that died.
+    absl::Status joined = spare->joining ? FinishJoin(*spare, deadline) : absl::OkStatus();
+    absl::Status sent = joined.ok() ? SendRun(*spare, request, report_touched, &sent_code)
+                                    : absl::UnavailableError(joined.message());
     sent_at = Clock::now();
     if (sent.ok()) break;
     DestroySpare(std::move(spare));
     TopUpSpares();
-    if (wire::IsPeerClosed(sent) && attempt < kSendAttempts) continue;
+    if ((!joined.ok() || wire::IsPeerClosed(sent)) && attempt < kSendAttempts) continue;
     reply.status =
-        wire::IsPeerClosed(sent)
+        !joined.ok() || wire::IsPeerClosed(sent)
             ? absl::UnavailableError("the spares died before the request reached one")
             : absl::InvalidArgumentError(absl::StrCat("cannot send the request: ", sent.message()));
     reply.timings.total_us = Micros(start, Clock::now());

@@ -18,12 +18,15 @@ struct Zygote::Spare {
   uint64_t id = 0;
   pid_t pid = 0;                         // in the supervisor's pid namespace
   base::UniqueFd channel;                // the supervisor's end of its child channel
+  base::UniqueFd pidfd;                  // the process itself, never a recycled pid
   std::unique_ptr<core::Cgroup> cgroup;  // its own, nested in the function's; null unlimited
   int64_t fork_us = 0;                   // Spawn sent until Forked arrived
   int64_t admit_us = 0;                  // making its cgroup and moving it in
   // The request ended without an OOM kill or a pids-limit hit: once empty, its cgroup can
   // serve the next spare (counters that cannot be reset stayed at zero).
   bool cgroup_reusable = false;
+  // Sent Join (cgroup v1): its answer, Joined or Error, is read before its Run.
+  bool joining = false;
   // Its request's stdin, stdout and stderr, made with the spare (off the request path).
   base::UniqueFd stdio[3];
 };

@@ -4,6 +4,7 @@
 // zygote_request.cc.
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -13,6 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "agents/wire/channel.h"
 #include "agents/wire/messages.h"
+#include "core/base/status_macros.h"
+#include "core/base/sys/process.h"
 #include "supervisor/zygote.h"
 #include "supervisor/zygote_spare.h"
 
@@ -20,35 +23,9 @@ namespace zygo::supervisor {
 namespace {
 
 constexpr size_t kMaxFreeCgroups = 64;
-// A fresh spare answers Join once its isolation is set up: well under a millisecond.
-constexpr absl::Duration kJoinAnswerWait = absl::Milliseconds(250);
-
-enum class JoinResult { kJoined, kNotOffered, kRefused, kBroken };
-
-// Sends the spare its cgroup's join files and reads its answer. kNotOffered: this cgroup
-// has no such files (v2); kRefused: the spare answered Error (say, a host where it may not
-// write there) or is not listed in the cgroup after all. Both: the supervisor moves it.
-// kBroken: no sane answer; the spare goes.
-JoinResult JoinByItself(int channel, pid_t pid, const core::Cgroup& cgroup) {
-  absl::StatusOr<std::vector<base::UniqueFd>> files = cgroup.OpenSelfJoinFiles();
-  if (!files.ok() || files->empty() || files->size() > wire::kMaxFdsPerFrame) {
-    return JoinResult::kNotOffered;
-  }
-  std::vector<int> fds;
-  for (const base::UniqueFd& file : *files) fds.push_back(file.get());
-  absl::StatusOr<wire::Frame> join = wire::Encode(wire::JoinMessage{});
-  if (!join.ok() || !wire::SendFrame(channel, *join, fds).ok()) return JoinResult::kBroken;
-  files->clear();
-  absl::StatusOr<wire::ReceivedFrame> answer = wire::ReceiveFrame(channel, kJoinAnswerWait);
-  if (!answer.ok()) return JoinResult::kBroken;
-  if (answer->frame.type == wire::MessageType::kError && wire::DecodeError(*answer).ok()) {
-    return JoinResult::kRefused;
-  }
-  if (!wire::DecodeJoined(*answer).ok()) return JoinResult::kBroken;
-  // Its word is not taken: membership is read from the kernel.
-  absl::StatusOr<bool> holds = cgroup.Holds(pid);
-  return holds.ok() && *holds ? JoinResult::kJoined : JoinResult::kRefused;
-}
+// A spare answers Join once its isolation is set up, well under a millisecond after its
+// fork; a request that takes it sooner waits for that anyway.
+constexpr auto kJoinAnswerWait = std::chrono::seconds(1);
 
 }  // namespace
 
@@ -56,26 +33,48 @@ JoinResult JoinByItself(int channel, pid_t pid, const core::Cgroup& cgroup) {
 // moves itself: a move made by another process waits, after an idle spell, for an RCU
 // grace period (6-14 ms measured on these VMs), long enough at 250 requests/s for both
 // spares to be taken and a request to wait for the next; a process moving itself never
-// does (0.07 ms for four hierarchies). The join files could move any process the spare can
-// name (only its own sandbox's), so they go only to a fresh spare, whose code is the
-// zygote's, and it closes them before any request; see docs/security-model.md.
+// does (0.07 ms for four hierarchies). Join is sent here and not waited for: its answer is
+// read just before the spare's Run (FinishJoin), since waking this thread once more per spare
+// to read it lengthened the tail of requests running meanwhile (docs/bench-warm.md run I).
+// The join files could move any process the spare can name (only its own sandbox's), so
+// they go only to a fresh spare, whose code is the zygote's, and it closes them before any
+// request; see docs/security-model.md.
 absl::Status Zygote::Admit(Spare& spare, core::Cgroup& cgroup) {
-  switch (JoinByItself(spare.channel.get(), spare.pid, cgroup)) {
-    case JoinResult::kJoined:
+  if (!join_refused_.load()) {
+    absl::StatusOr<std::vector<base::UniqueFd>> files = cgroup.OpenSelfJoinFiles();
+    if (files.ok() && !files->empty() && files->size() <= wire::kMaxFdsPerFrame) {
+      std::vector<int> fds;
+      for (const base::UniqueFd& file : *files) fds.push_back(file.get());
+      absl::StatusOr<wire::Frame> join = wire::Encode(wire::JoinMessage{});
+      if (!join.ok()) return join.status();
+      ZYGO_RETURN_IF_ERROR(wire::SendFrame(spare.channel.get(), *join, fds));
+      spare.joining = true;
       return absl::OkStatus();
-    case JoinResult::kNotOffered:
-      return cgroup.AttachFromParent(spare.pid);
-    case JoinResult::kRefused:
-      if (!join_refusal_logged_) {  // Once per zygote: on such a host, every spare is moved.
-        join_refusal_logged_ = true;
-        fprintf(stderr, "[%s] a spare did not join its cgroup by itself; the supervisor moves it\n",
-                config_.name.c_str());
-      }
-      return cgroup.AttachFromParent(spare.pid);
-    case JoinResult::kBroken:
-      break;
+    }
   }
-  return absl::UnavailableError("the spare gave no answer to Join");
+  return cgroup.AttachFromParent(spare.pid);
+}
+
+// The spare's answer to Join, read by the request's thread before the Run goes out (it is
+// normally waiting already). Error: this host will not let a spare write there, so it and
+// every later spare are moved by the supervisor. A spare that answers nothing sane is gone.
+absl::Status Zygote::FinishJoin(Spare& spare, Clock::time_point deadline) {
+  spare.joining = false;
+  const auto wait = std::min<Clock::duration>(kJoinAnswerWait, deadline - Clock::now());
+  absl::StatusOr<wire::ReceivedFrame> answer = wire::ReceiveFrame(
+      spare.channel.get(), absl::FromChrono(std::max(wait, Clock::duration::zero())));
+  if (!answer.ok()) return answer.status();
+  if (wire::DecodeJoined(*answer).ok()) return absl::OkStatus();
+  absl::StatusOr<wire::ErrorMessage> error = wire::DecodeError(*answer);
+  if (!error.ok())
+    return absl::InternalError("the spare answered Join with neither Joined nor Error");
+  if (!join_refused_.exchange(true)) {
+    fprintf(stderr,
+            "[%s] a spare did not join its cgroup by itself (%s); the supervisor moves spares "
+            "from now on\n",
+            config_.name.c_str(), error->message.c_str());
+  }
+  return spare.cgroup ? spare.cgroup->AttachFromParent(spare.pid) : absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<Zygote::Spare>> Zygote::TakeSpare(int64_t wait_ms,
@@ -152,9 +151,12 @@ void Zygote::TrimSpares() {
 }
 
 void Zygote::KillSpare(Spare& spare) {
+  // The spare itself through its pidfd as well as its cgroup: a zygote's code can answer
+  // Join without joining, and such a spare must still die at its request's deadline.
+  if (spare.pidfd.valid()) base::sys::RawPidfdSendSignal(spare.pidfd.get(), SIGKILL);
   if (spare.cgroup) {
     spare.cgroup->KillAll().IgnoreError();
-  } else if (spare.pid > 0) {
+  } else if (spare.pid > 0 && !spare.pidfd.valid()) {
     kill(spare.pid, SIGKILL);
   }
 }

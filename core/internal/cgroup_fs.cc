@@ -227,15 +227,6 @@ absl::Status KillCgroupMembers(const std::string& procs_file) {
       absl::StrCat("processes in ", procs_file, " survived SIGKILL for 1 s"));
 }
 
-absl::StatusOr<bool> CgroupListsPid(const std::string& procs_file, pid_t pid) {
-  ZYGO_ASSIGN_OR_RETURN(std::string procs, base::sys::ReadFile(procs_file));
-  for (absl::string_view word : absl::StrSplit(procs, '\n', absl::SkipEmpty())) {
-    int listed = 0;
-    if (absl::SimpleAtoi(word, &listed) && listed == pid) return true;
-  }
-  return false;
-}
-
 absl::Status RemoveCgroupDir(const std::string& path, absl::string_view members) {
   const auto deadline = std::chrono::steady_clock::now() + kRmdirRetryFor;
   for (;;) {

@@ -109,9 +109,6 @@ absl::Status MakeCgroupDir(const std::string& path);
 // members of that cgroup are signalled.
 absl::Status KillCgroupMembers(const std::string& procs_file);
 
-// Whether `procs_file` (a cgroup.procs) lists `pid`.
-absl::StatusOr<bool> CgroupListsPid(const std::string& procs_file, pid_t pid);
-
 // rmdir(path), retrying EBUSY for up to 1 s: a cgroup cannot be removed while it has
 // members, and a child that was just reaped can stay listed briefly while the kernel
 // finishes its exit. `members` names them in the error ("tasks" on v1, "processes" on

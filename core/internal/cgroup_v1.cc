@@ -39,7 +39,6 @@ class CgroupV1 : public Cgroup {
   int clone_into_fd() const override { return -1; }
   absl::Status AttachFromParent(pid_t pid) override;
   absl::StatusOr<std::vector<base::UniqueFd>> OpenSelfJoinFiles() const override;
-  absl::StatusOr<bool> Holds(pid_t pid) const override;
   absl::StatusOr<CgroupUsage> ReadUsage() const override;
   absl::StatusOr<int64_t> ReadMemoryPeak() const override { return memory_peak_.Read(0); }
   absl::StatusOr<std::unique_ptr<Cgroup>> CreateChild(const CgroupLimits& limits,
@@ -170,14 +169,6 @@ absl::StatusOr<std::vector<base::UniqueFd>> CgroupV1::OpenSelfJoinFiles() const 
     files.push_back(std::move(fd));
   }
   return files;
-}
-
-absl::StatusOr<bool> CgroupV1::Holds(pid_t pid) const {
-  for (const std::string& dir : made_) {
-    ZYGO_ASSIGN_OR_RETURN(bool listed, CgroupListsPid(absl::StrCat(dir, "/cgroup.procs"), pid));
-    if (!listed) return false;
-  }
-  return !made_.empty();
 }
 
 absl::StatusOr<std::unique_ptr<Cgroup>> CgroupV1::CreateChild(const CgroupLimits& limits,

@@ -84,9 +84,6 @@ class CgroupV2 : public Cgroup {
     return absl::UnimplementedError(
         "cgroup v2: a process moving itself takes the same lock as being moved");
   }
-  absl::StatusOr<bool> Holds(pid_t pid) const override {
-    return CgroupListsPid(absl::StrCat(dir_, "/cgroup.procs"), pid);
-  }
   absl::StatusOr<CgroupUsage> ReadUsage() const override;
   // memory.peak appeared in Linux 5.19; 0 before.
   absl::StatusOr<int64_t> ReadMemoryPeak() const override { return memory_peak_.Read(0); }
