@@ -14,7 +14,6 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "core/base/unique_fd.h"
 
 namespace zygo::core {
 
@@ -53,9 +52,11 @@ class Cgroup {
   // itself, which skips the global lock that writing another process's pid takes (and the
   // RCU grace period, 6-14 ms measured, the first such move after an idle spell waits for).
   // The fds let their holder move any process it can name into this cgroup: hand them only
-  // to code as trusted as what will run inside. v2: Unimplemented (moving oneself takes the
-  // same lock there; children are born inside with CLONE_INTO_CGROUP instead).
-  virtual absl::StatusOr<std::vector<base::UniqueFd>> OpenSelfJoinFiles() const = 0;
+  // to code as trusted as what will run inside. They stay open and owned by this cgroup
+  // (a reused cgroup is joined again and again), valid until Destroy(); send copies.
+  // v2: Unimplemented (moving oneself takes the same lock there; children are born inside
+  // with CLONE_INTO_CGROUP instead).
+  virtual absl::StatusOr<std::vector<int>> SelfJoinFiles() = 0;
 
   virtual absl::StatusOr<CgroupUsage> ReadUsage() const = 0;
   // Just ReadUsage's memory_peak_bytes: one file, for a request's hot path.

@@ -28,7 +28,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "core/base/unique_fd.h"
 #include "core/cgroup.h"
 #include "core/internal/cgroup_test_files.h"
 #include "gtest/gtest.h"
@@ -648,7 +647,7 @@ TEST_F(HostCgroupV1, AChildJoinsByWritingZeroIntoTheJoinFiles) {
     }
     return true;
   };
-  absl::StatusOr<std::vector<base::UniqueFd>> files = cgroup->OpenSelfJoinFiles();
+  absl::StatusOr<std::vector<int>> files = cgroup->SelfJoinFiles();
   ASSERT_TRUE(files.ok()) << files.status();
   ASSERT_EQ(files->size(), cgroup->paths().size());
   int go[2], done[2];
@@ -660,8 +659,8 @@ TEST_F(HostCgroupV1, AChildJoinsByWritingZeroIntoTheJoinFiles) {
   if (joiner == 0) {
     char byte;
     if (read(go[0], &byte, 1) != 1) _exit(2);
-    for (const base::UniqueFd& file : *files) {
-      if (write(file.get(), "0", 1) != 1) _exit(3);
+    for (int file : *files) {
+      if (write(file, "0", 1) != 1) _exit(3);
     }
     (void)!write(done[1], "j", 1);
     pause();
@@ -678,7 +677,6 @@ TEST_F(HostCgroupV1, AChildJoinsByWritingZeroIntoTheJoinFiles) {
   kill(joiner, SIGKILL);
   waitpid(joiner, nullptr, 0);
   for (int fd : {go[0], go[1], done[0], done[1]}) close(fd);
-  files->clear();
   EXPECT_TRUE(cgroup->Destroy().ok());
 }
 

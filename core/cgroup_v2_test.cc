@@ -243,7 +243,7 @@ TEST_F(FakeCgroup2Tree, ThereIsNoSelfJoin) {
   absl::StatusOr<std::unique_ptr<Cgroup>> cgroup = driver->Create({});
   ASSERT_TRUE(cgroup.ok()) << cgroup.status();
   cgroup_ = *std::move(cgroup);
-  EXPECT_EQ(cgroup_->OpenSelfJoinFiles().status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(cgroup_->SelfJoinFiles().status().code(), absl::StatusCode::kUnimplemented);
 }
 
 TEST_F(FakeCgroup2Tree, DestroyRemovesTheDirectoryOnceAndIsIdempotent) {

@@ -41,13 +41,11 @@ constexpr auto kJoinAnswerWait = std::chrono::seconds(1);
 // request; see docs/security-model.md.
 absl::Status Zygote::Admit(Spare& spare, core::Cgroup& cgroup) {
   if (!join_refused_.load()) {
-    absl::StatusOr<std::vector<base::UniqueFd>> files = cgroup.OpenSelfJoinFiles();
+    absl::StatusOr<std::vector<int>> files = cgroup.SelfJoinFiles();
     if (files.ok() && !files->empty() && files->size() <= wire::kMaxFdsPerFrame) {
-      std::vector<int> fds;
-      for (const base::UniqueFd& file : *files) fds.push_back(file.get());
       absl::StatusOr<wire::Frame> join = wire::Encode(wire::JoinMessage{});
       if (!join.ok()) return join.status();
-      ZYGO_RETURN_IF_ERROR(wire::SendFrame(spare.channel.get(), *join, fds));
+      ZYGO_RETURN_IF_ERROR(wire::SendFrame(spare.channel.get(), *join, *files));
       spare.joining = true;
       return absl::OkStatus();
     }

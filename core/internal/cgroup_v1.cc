@@ -38,7 +38,7 @@ class CgroupV1 : public Cgroup {
 
   int clone_into_fd() const override { return -1; }
   absl::Status AttachFromParent(pid_t pid) override;
-  absl::StatusOr<std::vector<base::UniqueFd>> OpenSelfJoinFiles() const override;
+  absl::StatusOr<std::vector<int>> SelfJoinFiles() override;
   absl::StatusOr<CgroupUsage> ReadUsage() const override;
   absl::StatusOr<int64_t> ReadMemoryPeak() const override { return memory_peak_.Read(0); }
   absl::StatusOr<std::unique_ptr<Cgroup>> CreateChild(const CgroupLimits& limits,
@@ -67,6 +67,7 @@ class CgroupV1 : public Cgroup {
   std::vector<std::pair<int, std::string>> dir_by_hierarchy_;
   std::vector<std::string> made_;            // Every directory made, in order.
   std::vector<base::UniqueFd> procs_files_;  // made_'s cgroup.procs, open for writing
+  std::vector<base::UniqueFd> join_files_;   // made_'s tasks, open for writing (SelfJoinFiles)
   std::vector<std::string> remaining_;       // Those Destroy() has not removed yet.
   bool destroy_called_ = false;
 };
@@ -154,21 +155,27 @@ absl::Status CgroupV1::AttachFromParent(pid_t pid) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<base::UniqueFd>> CgroupV1::OpenSelfJoinFiles() const {
+absl::StatusOr<std::vector<int>> CgroupV1::SelfJoinFiles() {
   if (destroy_called_) {
     return absl::FailedPreconditionError("join files: the cgroup was already destroyed");
   }
-  std::vector<base::UniqueFd> files;
-  for (const std::string& dir : made_) {
-    // `tasks`, not cgroup.procs: "0" there names the writing thread alone, which is what
-    // lets the kernel skip the lock that stabilises a whole thread group. O_CREAT is a no-op
-    // on cgroupfs; it lets a fake tree of plain files stand in.
-    const std::string path = absl::StrCat(dir, "/tasks");
-    base::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
-    if (!fd.valid()) return base::ErrnoStatus(errno, absl::StrCat("open(", path, ")"));
-    files.push_back(std::move(fd));
+  if (join_files_.empty()) {
+    for (const std::string& dir : made_) {
+      // `tasks`, not cgroup.procs: "0" there names the writing thread alone, which is what
+      // lets the kernel skip the lock that stabilises a whole thread group. O_CREAT is a
+      // no-op on cgroupfs; it lets a fake tree of plain files stand in.
+      const std::string path = absl::StrCat(dir, "/tasks");
+      base::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+      if (!fd.valid()) {
+        join_files_.clear();
+        return base::ErrnoStatus(errno, absl::StrCat("open(", path, ")"));
+      }
+      join_files_.push_back(std::move(fd));
+    }
   }
-  return files;
+  std::vector<int> fds;
+  for (const base::UniqueFd& fd : join_files_) fds.push_back(fd.get());
+  return fds;
 }
 
 absl::StatusOr<std::unique_ptr<Cgroup>> CgroupV1::CreateChild(const CgroupLimits& limits,
@@ -226,6 +233,7 @@ absl::StatusOr<CgroupUsage> CgroupV1::ReadUsage() const {
 absl::Status CgroupV1::Destroy() {
   destroy_called_ = true;
   procs_files_.clear();
+  join_files_.clear();
   memory_peak_.Close();
   absl::Status first_error;
   std::vector<std::string> still_there;

@@ -80,7 +80,7 @@ class CgroupV2 : public Cgroup {
 
   int clone_into_fd() const override { return dir_fd_.get(); }
   absl::Status AttachFromParent(pid_t pid) override;
-  absl::StatusOr<std::vector<base::UniqueFd>> OpenSelfJoinFiles() const override {
+  absl::StatusOr<std::vector<int>> SelfJoinFiles() override {
     return absl::UnimplementedError(
         "cgroup v2: a process moving itself takes the same lock as being moved");
   }
