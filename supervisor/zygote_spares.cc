@@ -64,8 +64,9 @@ absl::Status Zygote::FinishJoin(Spare& spare, Clock::time_point deadline) {
   if (!answer.ok()) return answer.status();
   if (wire::DecodeJoined(*answer).ok()) return absl::OkStatus();
   absl::StatusOr<wire::ErrorMessage> error = wire::DecodeError(*answer);
-  if (!error.ok())
+  if (!error.ok()) {
     return absl::InternalError("the spare answered Join with neither Joined nor Error");
+  }
   if (!join_refused_.exchange(true)) {
     fprintf(stderr,
             "[%s] a spare did not join its cgroup by itself (%s); the supervisor moves spares "
