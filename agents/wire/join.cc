@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "agents/wire/channel.h"
 #include "agents/wire/messages.h"
+#include "core/base/errno_status.h"
 
 namespace zygo::wire {
 namespace {
@@ -19,10 +20,7 @@ absl::Status JoinFiles(ReceivedFrame& join) {
     return decoded.status();
   }
   for (size_t i = 0; i < join.fds.size(); ++i) {
-    ssize_t written;
-    do {
-      written = ::write(join.fds[i].get(), "0", 1);
-    } while (written < 0 && errno == EINTR);
+    const ssize_t written = base::RetryOnEintr([&] { return ::write(join.fds[i].get(), "0", 1); });
     if (written != 1) {
       return absl::PermissionDeniedError(
           absl::StrCat("cannot join file ", i + 1, " of ", join.fds.size(), ": ",
