@@ -104,7 +104,7 @@ TEST(SchedulerSliceTest, TheRequestPathRunsWithTheShortSliceAndTheZygoteWithTheD
 
   // The zygote alone goes back to the default: its forks are background work that must
   // not preempt a request (agents/python/main.cc). Its spares ask for the short slice again.
-  int tasks = 0, short_slices = 0, zygotes = 0, spares = 0;
+  int tasks = 0, right_slices = 0, zygotes = 0, spares = 0;
   std::string wrong;
   for (pid_t pid : tree) {
     const bool agent = IsAgent(pid), parent_agent = IsAgent(ParentOf(pid));
@@ -121,7 +121,7 @@ TEST(SchedulerSliceTest, TheRequestPathRunsWithTheShortSliceAndTheZygoteWithTheD
       ++tasks;
       const bool is_short = slice == static_cast<int64_t>(base::sys::kShortSliceNs);
       if (is_short != zygote) {
-        ++short_slices;
+        ++right_slices;
       } else {
         absl::StrAppend(&wrong, " ", tid, zygote ? " (zygote)" : "", "=", slice);
       }
@@ -139,7 +139,7 @@ TEST(SchedulerSliceTest, TheRequestPathRunsWithTheShortSliceAndTheZygoteWithTheD
   EXPECT_EQ(zygotes, 1);
   EXPECT_GE(spares, 1) << "the demo function never got a spare";
   EXPECT_GT(tasks, 8);
-  EXPECT_EQ(short_slices, tasks) << "tasks with the wrong slice (tid=ns):" << wrong;
+  EXPECT_EQ(right_slices, tasks) << "tasks with the wrong slice (tid=ns):" << wrong;
 }
 
 }  // namespace

@@ -174,20 +174,15 @@ absl::Status OpenCounter::Open(const std::string& path) {
 absl::StatusOr<int64_t> OpenCounter::Read(int64_t if_absent) const {
   if (!fd_.valid()) return path_.empty() ? if_absent : ReadInt64Or(path_, if_absent);
   char buffer[64];
-  ssize_t n;
-  do {
-    n = ::pread(fd_.get(), buffer, sizeof(buffer), 0);
-  } while (n < 0 && errno == EINTR);
+  const ssize_t n =
+      base::RetryOnEintr([&] { return ::pread(fd_.get(), buffer, sizeof(buffer), 0); });
   if (n < 0) return base::LastErrnoStatus([&] { return absl::StrCat("pread(", path_, ")"); });
   return ParseInt64(absl::string_view(buffer, static_cast<size_t>(n)), path_);
 }
 
 absl::Status OpenCounter::Reset() {
   if (!writable_) return WriteControlFile(path_, "0", IfMissing::kFail);
-  ssize_t n;
-  do {
-    n = ::pwrite(fd_.get(), "0", 1, 0);
-  } while (n < 0 && errno == EINTR);
+  const ssize_t n = base::RetryOnEintr([&] { return ::pwrite(fd_.get(), "0", 1, 0); });
   if (n == 1) return absl::OkStatus();
   if (n < 0)
     return base::LastErrnoStatus([&] { return absl::StrCat("write(", path_, ", \"0\")"); });
