@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -103,10 +104,15 @@ std::string FileTail(const std::string& path, size_t bytes) {
 }
 
 absl::Status WriteTextFile(const std::string& path, const std::string& text) {
-  std::ofstream file(path, std::ios::trunc);
+  // Through a temporary file and rename, so a reader never sees half a file.
+  const std::string temp = absl::StrCat(path, ".tmp.", getpid());
+  std::ofstream file(temp, std::ios::trunc);
   file << text;
   file.close();
-  if (!file) return absl::UnavailableError(absl::StrCat("could not write ", path));
+  if (!file || rename(temp.c_str(), path.c_str()) != 0) {
+    unlink(temp.c_str());
+    return absl::UnavailableError(absl::StrCat("could not write ", path));
+  }
   return absl::OkStatus();
 }
 

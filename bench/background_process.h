@@ -31,7 +31,7 @@ absl::StatusOr<int> StopBackground(pid_t pid, int grace_ms);
 // The last `bytes` of a text file ("" when unreadable), for error messages.
 std::string FileTail(const std::string& path, size_t bytes);
 
-// Writes `text` to `path` (replacing it).
+// Writes `text` to `path`, replacing it atomically.
 absl::Status WriteTextFile(const std::string& path, const std::string& text);
 
 }  // namespace zygo::bench

@@ -4,12 +4,16 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "bench/background_process.h"
 #include "bench/other_work.h"
+#include "bench/request_dump.h"
 #include "bench/timed_spawn.h"
 #include "bench/warm_peer.h"
 #include "bench/warm_report.h"
@@ -29,6 +33,7 @@ struct Compared {
 
 void Append(OpenLoopResult* into, OpenLoopResult part) {
   into->latency_ms.insert(into->latency_ms.end(), part.latency_ms.begin(), part.latency_ms.end());
+  into->sent_ns.insert(into->sent_ns.end(), part.sent_ns.begin(), part.sent_ns.end());
   for (std::string& reply : part.replies) into->replies.push_back(std::move(reply));
   into->late += part.late;
   into->seconds += part.seconds;
@@ -88,6 +93,22 @@ void PrintPhaseNote() {
       "supervisor's whole time for the request.\n");
 }
 
+// With --dump, writes every timed request of `runs` to the file, times counted from the
+// first request sent.
+absl::Status MaybeDump(const std::string& path, const std::vector<DumpedRun>& runs) {
+  if (path.empty()) return absl::OkStatus();
+  int64_t origin = INT64_MAX;
+  for (const DumpedRun& run : runs) {
+    if (!run.result->sent_ns.empty()) origin = std::min(origin, run.result->sent_ns.front());
+  }
+  ZYGO_ASSIGN_OR_RETURN(std::string csv, FormatRequestDump(runs, origin));
+  ZYGO_RETURN_IF_ERROR(WriteTextFile(path, csv));
+  // The origin on CLOCK_MONOTONIC lines the file up with a trace (ftrace's "mono" clock).
+  printf("every request: %s (sent_s counts from CLOCK_MONOTONIC %.6f s)\n", path.c_str(),
+         origin / 1e9);
+  return absl::OkStatus();
+}
+
 // Prints the verdict lines; returns how many failed.
 int PrintBars(const std::vector<Bar>& bars) {
   int failed = 0;
@@ -131,9 +152,14 @@ absl::StatusOr<int> MeasureAgainstPeer(const WarmOptions& options, SupervisorSes
   std::vector<LatencyRow> rows;
   std::vector<PhaseRow> phase_rows;
   std::vector<Bar> bars;
-  for (const Compared& run : runs) {
-    PhaseSamples phases;
+  std::vector<PhaseSamples> phases_of_runs(runs.size());
+  std::vector<DumpedRun> dumped;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const Compared& run = runs[i];
+    PhaseSamples& phases = phases_of_runs[i];
     ZYGO_RETURN_IF_ERROR(CheckExecReplies(run.a.replies, &HandlerResultMatches, &phases));
+    dumped.push_back({run.label, "zygo", &run.a, &phases});
+    dumped.push_back({run.label, "peer", &run.b, nullptr});
     ZYGO_RETURN_IF_ERROR(CheckPeerReplies(run.b.replies, &HandlerResultMatches));
     ZYGO_ASSIGN_OR_RETURN(LatencyRow zygo_row, Row(run.label, "zygo", run.a));
     ZYGO_ASSIGN_OR_RETURN(LatencyRow peer_row, Row(run.label, "peer", run.b));
@@ -148,7 +174,9 @@ absl::StatusOr<int> MeasureAgainstPeer(const WarmOptions& options, SupervisorSes
   }
   printf("\n%s\n%s", FormatLatencyTable(rows).c_str(), FormatPhaseTable(phase_rows).c_str());
   PrintPhaseNote();
-  printf("%s\n%s\n\n", other_line.c_str(), ForkFloorLine(options.forks).c_str());
+  printf("%s\n%s\n", other_line.c_str(), ForkFloorLine(options.forks).c_str());
+  ZYGO_RETURN_IF_ERROR(MaybeDump(options.dump, dumped));
+  printf("\n");
   for (size_t i = 0; i + 1 < rows.size(); i += 2) {
     printf("zygo / peer (%s): p50 %.2fx, p99 %.2fx\n", rows[i].schedule.c_str(),
            rows[i].ms.p50 / rows[i + 1].ms.p50, rows[i].ms.p99 / rows[i + 1].ms.p99);
@@ -210,7 +238,10 @@ absl::StatusOr<int> MeasurePool(const WarmOptions& options, SupervisorSession& s
   printf("\n%s\n%s", FormatLatencyTable({warm_row, pool_row}).c_str(),
          FormatPhaseTable({warm_phase, pool_phase}).c_str());
   PrintPhaseNote();
-  printf("%s\n%s\n\n", other_line.c_str(), ForkFloorLine(options.forks).c_str());
+  printf("%s\n%s\n", other_line.c_str(), ForkFloorLine(options.forks).c_str());
+  ZYGO_RETURN_IF_ERROR(MaybeDump(
+      options.dump, {{fast, "warm", &run.a, &warm_phases}, {fast, "pool", &run.b, &pool_phases}}));
+  printf("\n");
   printf("pool / warm function: p50 %.2fx (%+.3f ms), p99 %.2fx (%+.3f ms)\n",
          pool_row.ms.p50 / warm_row.ms.p50, pool_row.ms.p50 - warm_row.ms.p50,
          pool_row.ms.p99 / warm_row.ms.p99, pool_row.ms.p99 - warm_row.ms.p99);

@@ -1,8 +1,10 @@
 // Runs the real `zygo bench warm --quick` and checks it reports what it must: the host,
-// both schedules for zygo and the peer, the phase table, the fork floor, the ratios and
-// every bar. Never its speed: PASS and FAIL are both a bench that worked.
+// both schedules for zygo and the peer, the phase table, the fork floor, the ratios,
+// every bar and the --dump file. Never its speed: PASS and FAIL are both a bench that worked.
+#include <stdlib.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <regex>
 #include <string>
 
@@ -20,7 +22,8 @@ using ::zygo::testing::ZygoPath;
 TEST(WarmBenchSmoke, ReportsSchedulesPhasesFloorPeerAndBars) {
   if (geteuid() != 0) GTEST_SKIP() << "requires_root: the supervisor makes cgroups";
   if (access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "needs /usr/bin/python3";
-  RunResult result = RunBench({"warm", "--quick"}, 50);
+  const std::string dump = std::string(getenv("TEST_TMPDIR")) + "/requests.csv";
+  RunResult result = RunBench({"warm", "--quick", "--dump", dump}, 50);
   ASSERT_EQ(result.exit_code, 0) << "stdout:\n" << result.out << "\nstderr:\n" << result.err;
   const std::string& out = result.out;
   EXPECT_TRUE(Has(out, kHostLine)) << out;
@@ -39,6 +42,21 @@ TEST(WarmBenchSmoke, ReportsSchedulesPhasesFloorPeerAndBars) {
   EXPECT_TRUE(Has(out, "\nhost fork\\(\\)\\+wait\\(\\) floor: p50 [0-9]+ us, p99 [0-9]+ us"))
       << out;
   EXPECT_TRUE(Has(out, "\nzygo / peer \\(250/s open loop\\): p50 [0-9.]+x")) << out;
+  // --dump: a header and a line per timed request, 300 + 20 on each side.
+  EXPECT_TRUE(Has(out, "\nevery request: " + dump + " \\(sent_s counts from CLOCK_MONOTONIC"))
+      << out;
+  std::ifstream csv(dump);
+  std::string line;
+  int zygo_lines = 0, peer_lines = 0, lines = 0;
+  while (std::getline(csv, line)) {
+    ++lines;
+    if (std::regex_match(line, std::regex("[^,]+,zygo,[0-9]+,[0-9.]+,[0-9.]+(,[0-9]+){5}")))
+      ++zygo_lines;
+    if (std::regex_match(line, std::regex("[^,]+,peer,[0-9]+,[0-9.]+,[0-9.]+,,,,,"))) ++peer_lines;
+  }
+  EXPECT_EQ(lines, 1 + 2 * 320);
+  EXPECT_EQ(zygo_lines, 320);
+  EXPECT_EQ(peer_lines, 320);
   for (const char* bar : {"warm p50 <= 0\\.6x peer p50 \\(250/s open loop\\)",
                           "warm p99 <= 2x warm p50 \\(250/s open loop\\)",
                           "warm p50 <= 0\\.6x peer p50 \\(100 ms apart\\)",

@@ -41,6 +41,7 @@ absl::StatusOr<OpenLoopResult> RunOpenLoop(int first_index, int requests, double
   if (requests < 1 || rate_per_s <= 0) return absl::InvalidArgumentError("empty schedule");
   OpenLoopResult result;
   result.latency_ms.reserve(requests);
+  result.sent_ns.reserve(requests);
   result.replies.reserve(requests);
   const double interval_ns = 1e9 / rate_per_s;
   const int64_t start = NowNs();
@@ -59,6 +60,7 @@ absl::StatusOr<OpenLoopResult> RunOpenLoop(int first_index, int requests, double
                           absl::StrCat("request ", k + 1, ": ", reply.status().message()));
     }
     result.latency_ms.push_back((received - sent) / 1e6);
+    result.sent_ns.push_back(sent);
     result.replies.push_back(*std::move(reply));
   }
   result.seconds = (NowNs() - start) / 1e9;

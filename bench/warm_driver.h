@@ -21,6 +21,7 @@ using CallFn = std::function<absl::StatusOr<std::string>(int index)>;
 
 struct OpenLoopResult {
   std::vector<double> latency_ms;   // send to whole reply, client clock (CLOCK_MONOTONIC)
+  std::vector<int64_t> sent_ns;     // each request's send time, CLOCK_MONOTONIC
   std::vector<std::string> replies;  // in order, for checking after the clock stopped
   int late = 0;                      // sent after their slot: the reply before came late
   double seconds = 0;

@@ -32,6 +32,8 @@ Flags:
   --forks N             bare fork()+wait() rounds for the floor (default 1000)
   --pool                measure a runtime pool instead of the peer
   --scripts N           with --pool: distinct scripts (default 1000; --quick 100)
+  --dump FILE           also write every timed request to FILE as CSV: schedule, side,
+                        send time, client latency and the supervisor's phases
 )";
 
 constexpr char kLoadUsage[] = R"(Usage: zygo bench load [flags]
@@ -89,9 +91,9 @@ const char* BenchName(WarmBenchKind kind) {
 
 // The value-taking flags each bench accepts.
 const std::set<std::string>& ValueFlags(WarmBenchKind kind) {
-  static const std::set<std::string> warm = {"--requests", "--rate", "--slow-requests",
-                                             "--slow-interval-ms", "--forks", "--scripts",
-                                             "--supervisor", "--python"};
+  static const std::set<std::string> warm = {
+      "--requests", "--rate",       "--slow-requests", "--slow-interval-ms", "--forks", "--scripts",
+      "--dump",     "--supervisor", "--python"};
   static const std::set<std::string> load = {"--connections", "--seconds", "--spares",
                                              "--supervisor", "--python"};
   static const std::set<std::string> density = {"--counts", "--supervisor", "--python"};
@@ -161,6 +163,9 @@ absl::Status Apply(const FlagValue& flag, WarmOptions* o, std::set<std::string>*
     o->python = v;
   } else if (flag.name == "--bwrap") {
     o->bwrap = v;
+  } else if (flag.name == "--dump") {
+    if (v.empty()) return absl::InvalidArgumentError("--dump needs a file name");
+    o->dump = v;
   } else if (flag.name == "--counts") {
     absl::StatusOr<std::vector<int>> counts = ParseCounts(v);
     if (!counts.ok()) return counts.status();

@@ -28,6 +28,7 @@ struct WarmOptions {
   int slow_interval_ms = 100;
   int forks = 1000;
   int warmup_requests = 20;   // untimed, on each side, before measuring
+  std::string dump;           // a CSV of every timed request, when given
   // warm --pool.
   bool pool = false;
   int scripts = 1000;         // --quick 100

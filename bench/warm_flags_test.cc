@@ -65,6 +65,15 @@ TEST(WarmFlags, AFlagOfAnotherBenchIsRefused) {
   EXPECT_FALSE(Parse(WarmBenchKind::kWarm, {"--scripts", "10"}).ok()) << "--scripts needs --pool";
 }
 
+TEST(WarmFlags, DumpIsAWarmFlagAndNeedsAName) {
+  absl::StatusOr<WarmOptions> o = Parse(WarmBenchKind::kWarm, {"--dump", "/tmp/requests.csv"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->dump, "/tmp/requests.csv");
+  EXPECT_TRUE(Parse(WarmBenchKind::kWarm, {}).value().dump.empty());
+  EXPECT_FALSE(Parse(WarmBenchKind::kWarm, {"--dump="}).ok());
+  EXPECT_FALSE(Parse(WarmBenchKind::kEmbed, {"--dump", "x.csv"}).ok());
+}
+
 TEST(WarmFlags, BadValuesSayWhatIsExpected) {
   absl::StatusOr<WarmOptions> rate = Parse(WarmBenchKind::kWarm, {"--rate", "0"});
   ASSERT_FALSE(rate.ok());
