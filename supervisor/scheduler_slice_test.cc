@@ -1,6 +1,7 @@
 // The real supervisor asks for a short scheduler slice before it makes any thread or
 // zygote (core/base/sys/sched_attr.h), so every task on a request's path has it: its
-// own threads, the zygote and the spares forked from it.
+// own threads and the spares. The zygote, whose forks are background work, takes the
+// longest slice instead.
 #include <signal.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
@@ -70,7 +71,7 @@ bool KernelKeepsCustomSlices() {
          WEXITSTATUS(status) == 0;
 }
 
-TEST(SchedulerSliceTest, TheRequestPathRunsWithTheShortSliceAndTheZygoteWithTheDefault) {
+TEST(SchedulerSliceTest, TheRequestPathRunsWithTheShortSliceAndTheZygoteWithTheBackgroundOne) {
   if (!KernelKeepsCustomSlices()) GTEST_SKIP() << "this kernel has no custom slices (6.12+)";
   // Control: the slice is not simply what every task here has.
   ASSERT_NE(SliceOf(0), static_cast<int64_t>(base::sys::kShortSliceNs));
@@ -102,8 +103,9 @@ TEST(SchedulerSliceTest, TheRequestPathRunsWithTheShortSliceAndTheZygoteWithTheD
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 
-  // The zygote alone goes back to the default: its forks are background work that must
-  // not preempt a request (agents/python/main.cc). Its spares ask for the short slice again.
+  // The zygote alone takes the background slice: its forks are work nobody waits on, and
+  // must neither preempt a request nor hold up a client (agents/python/main.cc). Its spares
+  // ask for the short slice again.
   int tasks = 0, right_slices = 0, zygotes = 0, spares = 0;
   std::string wrong;
   for (pid_t pid : tree) {
@@ -119,8 +121,8 @@ TEST(SchedulerSliceTest, TheRequestPathRunsWithTheShortSliceAndTheZygoteWithTheD
       const int64_t slice = SliceOf(tid);
       if (slice < 0) continue;  // gone meanwhile
       ++tasks;
-      const bool is_short = slice == static_cast<int64_t>(base::sys::kShortSliceNs);
-      if (is_short != zygote) {
+      const uint64_t expected = zygote ? base::sys::kBackgroundSliceNs : base::sys::kShortSliceNs;
+      if (slice == static_cast<int64_t>(expected)) {
         ++right_slices;
       } else {
         absl::StrAppend(&wrong, " ", tid, zygote ? " (zygote)" : "", "=", slice);

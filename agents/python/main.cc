@@ -115,9 +115,10 @@ absl::Status Serve(const Flags& flags) {
                         absl::StrCat("Hello on fd ", flags.fd, ": ", status.message()));
   }
   // The supervisor's short scheduler slice (inherited) is for the request path; the
-  // zygote's forks are background work, and with it they preempted running requests
-  // (a 1 ms fork in the middle of a 0.08 ms request, traced). Its spares ask again.
-  (void)base::sys::RawRequestSlice(base::sys::kDefaultSliceNs);
+  // zygote's forks are background work: with the short slice they preempted running
+  // requests (a 1 ms fork in the middle of a 0.08 ms request, traced), with the default
+  // one a caller's client woken meanwhile waited for the fork. Its spares ask again.
+  (void)base::sys::RawRequestSlice(base::sys::kBackgroundSliceNs);
   const char* verbose = ::getenv("ZYGO_AGENT_VERBOSE");
   PythonSpareRunner runner(*interpreter, function.get(), verbose != nullptr && *verbose == '1');
   absl::Status served = RunZygote(flags.fd, runner);
