@@ -47,8 +47,9 @@ std::string Tail(const std::string& text, size_t limit) {
 // background slice is taken before the answer: the supervisor thread preempts this
 // process inside the send, and when it sleeps again the scheduler must pick the client,
 // not this process at the spare's short slice (traced: the client waited ~0.6 ms for the
-// exit, the other CPU idle). The yield after the answer covers a supervisor thread at the
-// default slice (the scheduler preempts a running task only at the next tick otherwise).
+// exit, the other CPU idle). The yield after the answer is what is left on kernels without
+// custom slices (before 6.12), where the woken thread would otherwise wait for the next
+// tick.
 void BecomeBackgroundWork() { (void)base::sys::RawRequestSlice(base::sys::kBackgroundSliceNs); }
 void GiveWayAfterTheAnswer() { ::sched_yield(); }
 

@@ -18,7 +18,6 @@ namespace zygo::base::sys {
 
 // The kernel clamps a custom slice to [0.1 ms, 100 ms]; 0 asks for its default again.
 inline constexpr uint64_t kShortSliceNs = 100'000;
-inline constexpr uint64_t kDefaultSliceNs = 0;
 // For work nobody waits on (a zygote's forks, a request's child tearing itself down): the
 // longest slice puts its deadline last, so a task waking at the default slice (the
 // caller's client, say) is picked first and may preempt it, instead of queueing behind a
