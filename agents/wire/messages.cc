@@ -469,6 +469,8 @@ absl::StatusOr<PongMessage> DecodePong(const ReceivedFrame& received) {
 }
 
 absl::StatusOr<JoinMessage> DecodeJoin(const ReceivedFrame& received) {
+  // One to kMaxFdsPerFrame files (one per hierarchy): any count in range is the count
+  // wanted; outside it, asking for 1 makes CheckFrame refuse with the count it got.
   const size_t fds = received.fds.size();
   ZYGO_RETURN_IF_ERROR(
       CheckFrame(received, MessageType::kJoin, fds >= 1 && fds <= kMaxFdsPerFrame ? fds : 1));
