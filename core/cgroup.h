@@ -61,6 +61,9 @@ class Cgroup {
   virtual absl::StatusOr<CgroupUsage> ReadUsage() const = 0;
   // Just ReadUsage's memory_peak_bytes: one file, for a request's hot path.
   virtual absl::StatusOr<int64_t> ReadMemoryPeak() const = 0;
+  // Just ReadUsage's oom_kills and pids_max_hits (the rest 0), from files held open: whether
+  // a limit was hit, asked after every request before its cgroup is used again.
+  virtual absl::StatusOr<CgroupUsage> ReadLimitHits() const = 0;
 
   // Makes a cgroup nested inside this one with `limits`, named "<prefix><pid>-<n>" (the
   // supervisor's zygote leaf and per-request cgroups inside a function's). The child must

@@ -485,6 +485,7 @@ TEST_F(HostCgroupV1, MemoryLimitOomKillsAndIsCounted) {
   absl::StatusOr<CgroupUsage> usage = cgroup->ReadUsage();
   ASSERT_TRUE(usage.ok()) << usage.status();
   EXPECT_EQ(usage->oom_kills, 0);
+  EXPECT_EQ(cgroup->ReadLimitHits().value_or(CgroupUsage{.oom_kills = -1}).oom_kills, 0);
 
   ChildResult big = RunInCgroup(*cgroup, ChildProbe::kTouchMemory, 64 << 20);
   ASSERT_TRUE(WIFSIGNALED(big.wait_status)) << big.wait_status;
@@ -492,6 +493,10 @@ TEST_F(HostCgroupV1, MemoryLimitOomKillsAndIsCounted) {
   usage = cgroup->ReadUsage();
   ASSERT_TRUE(usage.ok()) << usage.status();
   EXPECT_GE(usage->oom_kills, 1);
+  // The same count through the files held open since Create (read 0 above, before the kill).
+  absl::StatusOr<CgroupUsage> hits = cgroup->ReadLimitHits();
+  ASSERT_TRUE(hits.ok()) << hits.status();
+  EXPECT_EQ(hits->oom_kills, usage->oom_kills);
   EXPECT_GT(usage->memory_peak_bytes, 1 << 20);
   EXPECT_LE(usage->memory_peak_bytes, 16 << 20);
   EXPECT_TRUE(cgroup->Destroy().ok());
@@ -548,6 +553,10 @@ TEST_F(HostCgroupV1, PidsLimitStopsForks) {
   usage = tight->ReadUsage();
   ASSERT_TRUE(usage.ok()) << usage.status();
   EXPECT_GE(usage->pids_max_hits, 1);
+  absl::StatusOr<CgroupUsage> hits = tight->ReadLimitHits();
+  ASSERT_TRUE(hits.ok()) << hits.status();
+  EXPECT_EQ(hits->pids_max_hits, usage->pids_max_hits);
+  EXPECT_EQ(roomy->ReadLimitHits().value_or(CgroupUsage{.pids_max_hits = -1}).pids_max_hits, 0);
 }
 
 TEST_F(HostCgroupV1, CpuQuotaThrottlesAndCpuTimeIsCounted) {
@@ -599,6 +608,13 @@ class PausedChild {
   }
   ~PausedChild() { KillAndReap(); }
   pid_t pid() const { return pid_; }
+  // Waits for it to end by some other hand; returns the wait status (-1 if none).
+  int Reap() {
+    int status = -1;
+    if (pid_ > 0 && waitpid(pid_, &status, 0) != pid_) status = -1;
+    pid_ = -1;
+    return status;
+  }
   void KillAndReap() {
     if (pid_ <= 0) return;
     kill(pid_, SIGKILL);
@@ -633,6 +649,29 @@ TEST_F(HostCgroupV1, DestroyRetriesWhileTheLastTaskLeaves) {
   killer.join();
   EXPECT_TRUE(gone.ok()) << gone;
   for (const std::string& dir : paths) EXPECT_FALSE(fs::exists(dir)) << dir;
+}
+
+// KillAll reads the member count first (held open) and lists members only when there are
+// any: every member dies, a process outside stays, and an emptied cgroup reads as empty.
+TEST_F(HostCgroupV1, KillAllKillsEveryMemberAndNoOneElse) {
+  std::unique_ptr<Cgroup> cgroup = Create({.pids_max = 16});
+  ASSERT_NE(cgroup, nullptr);
+  EXPECT_TRUE(cgroup->KillAll().ok());  // nobody inside yet
+  PausedChild bystander;
+  PausedChild first, second;
+  ASSERT_GT(bystander.pid(), 0);
+  ASSERT_TRUE(cgroup->AttachFromParent(first.pid()).ok());
+  ASSERT_TRUE(cgroup->AttachFromParent(second.pid()).ok());
+
+  ASSERT_TRUE(cgroup->KillAll().ok());
+  for (PausedChild* member : {&first, &second}) {
+    const int status = member->Reap();
+    EXPECT_TRUE(status != -1 && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+  }
+  EXPECT_EQ(waitpid(bystander.pid(), nullptr, WNOHANG), 0);  // still running
+  EXPECT_TRUE(cgroup->KillAll().ok());                       // reaped: the count reads 0
+  EXPECT_EQ(waitpid(bystander.pid(), nullptr, WNOHANG), 0);
+  EXPECT_TRUE(cgroup->Destroy().ok());
 }
 
 TEST_F(HostCgroupV1, AChildJoinsByWritingZeroIntoTheJoinFiles) {

@@ -264,9 +264,11 @@ void Zygote::HandleForked(wire::ReceivedFrame& received) {
   }
   // Opened before the parent check, so the check vouches for the process the pidfd names.
   if (spare->pid > 0) spare->pidfd.Reset(base::sys::RawPidfdOpen(spare->pid));
-  // Read outside the lock: /proc is not something request threads should wait behind.
-  absl::StatusOr<pid_t> parent =
-      spare->pid > 0 ? base::sys::ReadParentPid(spare->pid) : absl::NotFoundError("no pid");
+  // Asked outside the lock: request threads should not wait behind the kernel (or /proc).
+  absl::StatusOr<pid_t> parent = spare->pidfd.valid()
+                                     ? base::sys::PidfdParentPid(spare->pidfd.get(), spare->pid)
+                                 : spare->pid > 0 ? base::sys::ReadParentPid(spare->pid)
+                                                  : absl::NotFoundError("no pid");
   if (!parent.ok() || *parent != agent_pid) {
     fprintf(stderr, "[%s] refused a spare whose sender pid %d is not the agent's child\n",
             config_.name.c_str(), spare->pid);

@@ -330,7 +330,7 @@ void Zygote::Run(const SpareRequest& request, const CancelSignal& cancel,
 
   if (report_touched && answer.ending == Ending::kDone) LearnTouched(*spare);
   if (clean_end && spare->cgroup) {
-    absl::StatusOr<core::CgroupUsage> counted = spare->cgroup->ReadUsage();
+    absl::StatusOr<core::CgroupUsage> counted = spare->cgroup->ReadLimitHits();
     spare->cgroup_reusable =
         counted.ok() && counted->oom_kills == 0 && counted->pids_max_hits == 0;
   }

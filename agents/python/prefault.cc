@@ -151,14 +151,22 @@ absl::StatusOr<std::vector<wire::PageRun>> ScanTouchedPages(const MappedFilePage
 
 size_t PopulatePages(const std::vector<wire::PageRun>& runs, const std::function<bool()>& stop) {
   size_t taken = 0;
+  // Asked before the first slice and after each kPopulateSlicePages pages, not per run: a
+  // learned set is mostly one-page runs, and a check per run was a poll(2) per page.
+  uint64_t unchecked = kPopulateSlicePages;
   for (const wire::PageRun& run : runs) {
     const int advice = run.write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ;
-    for (uint64_t done = 0; done < run.pages; done += kPopulateSlicePages) {
-      if (stop()) return taken;
-      const uint64_t pages = std::min<uint64_t>(kPopulateSlicePages, run.pages - done);
+    for (uint64_t done = 0; done < run.pages;) {
+      if (unchecked >= kPopulateSlicePages) {
+        if (stop()) return taken;
+        unchecked = 0;
+      }
+      const uint64_t pages = std::min<uint64_t>(kPopulateSlicePages - unchecked, run.pages - done);
       void* start = reinterpret_cast<void*>(run.start + done * wire::kPageBytes);
       if (::madvise(start, pages * wire::kPageBytes, advice) != 0) break;  // not all mapped
       taken += pages;
+      done += pages;
+      unchecked += pages;
     }
   }
   return taken;

@@ -227,5 +227,20 @@ TEST_F(PrefaultTest, StopsBetweenSlicesWhenARequestArrives) {
   EXPECT_EQ(PopulatePages({all}), kRegionSize / kPage);  // never stopped: every slice
 }
 
+TEST_F(PrefaultTest, AsksWhetherToStopPerSliceNotPerRun) {
+  // A learned set is mostly one-page runs: three slices' worth of them, every other page.
+  ASSERT_GE(kRegionSize / kPage, 6 * kPopulateSlicePages);
+  std::vector<wire::PageRun> runs;
+  for (uint64_t i = 0; i < 3 * kPopulateSlicePages; ++i) {
+    runs.push_back({reinterpret_cast<uintptr_t>(region_) + 2 * i * kPage, 1, true});
+  }
+  int asked = 0;
+  EXPECT_EQ(PopulatePages(runs, [&] { return ++asked > 2; }), 2 * kPopulateSlicePages);
+  EXPECT_EQ(asked, 3);  // before the first slice, then after each of the two taken
+  asked = 0;
+  EXPECT_EQ(PopulatePages(runs, [&] { return ++asked < 0; }), 3 * kPopulateSlicePages);
+  EXPECT_EQ(asked, 3);
+}
+
 }  // namespace
 }  // namespace zygo::agents::python

@@ -147,12 +147,6 @@ absl::StatusOr<int64_t> KeyedValueOr(absl::string_view content, absl::string_vie
   return if_absent;
 }
 
-absl::StatusOr<int64_t> ReadKeyedValueOr(const std::string& path, absl::string_view key,
-                                         int64_t if_absent) {
-  ZYGO_ASSIGN_OR_RETURN(std::string content, sys::ReadFile(path));
-  return KeyedValueOr(content, key, path, if_absent);
-}
-
 absl::StatusOr<int64_t> ReadInt64Or(const std::string& path, int64_t if_absent) {
   absl::StatusOr<std::string> content = sys::ReadFile(path);
   if (absl::IsNotFound(content.status())) return if_absent;
@@ -160,24 +154,49 @@ absl::StatusOr<int64_t> ReadInt64Or(const std::string& path, int64_t if_absent) 
   return ParseInt64(*content, path);
 }
 
-absl::Status OpenCounter::Open(const std::string& path) {
+absl::Status OpenCounter::Open(const std::string& path, Access access) {
   path_ = path;
-  fd_.Reset(::open(path.c_str(), O_RDWR | O_CLOEXEC));
-  writable_ = fd_.valid();
-  if (!fd_.valid() && (errno == EACCES || errno == EPERM)) {
+  writable_ = false;
+  if (access == Access::kReadWrite) {
+    fd_.Reset(::open(path.c_str(), O_RDWR | O_CLOEXEC));
+    writable_ = fd_.valid();
+  }
+  if (!fd_.valid() && (access == Access::kRead || errno == EACCES || errno == EPERM)) {
     fd_.Reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   }
   if (fd_.valid() || errno == ENOENT) return absl::OkStatus();
   return base::LastErrnoStatus([&] { return absl::StrCat("open(", path, ")"); });
 }
 
+absl::StatusOr<std::string> OpenCounter::ReadContent() const {
+  if (!fd_.valid()) {
+    if (path_.empty()) return absl::NotFoundError("no counter file was opened");
+    return sys::ReadFile(path_);
+  }
+  std::string content;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = base::RetryOnEintr([&] {
+      return ::pread(fd_.get(), buffer, sizeof(buffer), static_cast<off_t>(content.size()));
+    });
+    if (n < 0) return base::LastErrnoStatus([&] { return absl::StrCat("pread(", path_, ")"); });
+    content.append(buffer, static_cast<size_t>(n));
+    // A show function's output comes whole up to the size asked for, so a short read is
+    // the end: one syscall for a counter.
+    if (static_cast<size_t>(n) < sizeof(buffer)) return content;
+  }
+}
+
 absl::StatusOr<int64_t> OpenCounter::Read(int64_t if_absent) const {
-  if (!fd_.valid()) return path_.empty() ? if_absent : ReadInt64Or(path_, if_absent);
-  char buffer[64];
-  const ssize_t n =
-      base::RetryOnEintr([&] { return ::pread(fd_.get(), buffer, sizeof(buffer), 0); });
-  if (n < 0) return base::LastErrnoStatus([&] { return absl::StrCat("pread(", path_, ")"); });
-  return ParseInt64(absl::string_view(buffer, static_cast<size_t>(n)), path_);
+  absl::StatusOr<std::string> content = ReadContent();
+  if (absl::IsNotFound(content.status())) return if_absent;
+  if (!content.ok()) return content.status();
+  return ParseInt64(*content, path_);
+}
+
+absl::StatusOr<int64_t> OpenCounter::ReadKeyed(absl::string_view key, int64_t if_absent) const {
+  ZYGO_ASSIGN_OR_RETURN(std::string content, ReadContent());
+  return KeyedValueOr(content, key, path_, if_absent);
 }
 
 absl::Status OpenCounter::Reset() {

@@ -69,30 +69,38 @@ absl::Status WriteOptionalControlFile(const std::string& path, absl::string_view
 absl::StatusOr<int64_t> KeyedValueOr(absl::string_view content, absl::string_view key,
                                      const std::string& path, int64_t if_absent);
 
-// KeyedValueOr of the file at `path`, which must exist.
-absl::StatusOr<int64_t> ReadKeyedValueOr(const std::string& path, absl::string_view key,
-                                         int64_t if_absent);
-
 // A single-number file, or `if_absent` when the kernel does not provide it.
 absl::StatusOr<int64_t> ReadInt64Or(const std::string& path, int64_t if_absent);
 
-// A single-number counter file held open (memory.peak, memory.max_usage_in_bytes), for a
-// value read on a request's hot path. A pread from offset 0 runs the kernel's show
-// function again, so a read is one syscall rather than open, read and close (about 5 us
-// against 30 us on these VMs). It also keeps v2's memory.peak right on Linux 6.12+,
-// where a reset holds only for reads through the file descriptor that wrote it.
+// A counter file held open (memory.peak, memory.max_usage_in_bytes, memory.oom_control,
+// pids.events, pids.current), for a value read on every request. A pread from offset 0
+// runs the kernel's show function again, so a read is one syscall rather than open, read
+// and close (about 5 us against 30 us on these VMs). It also keeps v2's memory.peak right
+// on Linux 6.12+, where a reset holds only for reads through the file descriptor that wrote
+// it. Not for v1's cgroup.procs and tasks: a second read through one open file may be
+// served from the pid list the first one built, up to a second old.
 class OpenCounter {
  public:
-  // Opens `path` for reading and, where the file allows, writing. A file that does not
-  // exist reads as the caller's `if_absent`; any other failure is returned.
-  absl::Status Open(const std::string& path);
+  enum class Access { kRead, kReadWrite };
+  // Opens `path` for reading and, with kReadWrite where the file allows, writing. A file
+  // that does not exist reads as the caller's `if_absent`; any other failure is returned.
+  absl::Status Open(const std::string& path, Access access = Access::kRead);
+  // A single-number file.
   absl::StatusOr<int64_t> Read(int64_t if_absent) const;
+  // The value of the line "key N" of a flat-keyed file (memory.events, memory.oom_control,
+  // pids.events), or `if_absent` when no line has that key. NotFound when the file is
+  // missing: these files are not optional.
+  absl::StatusOr<int64_t> ReadKeyed(absl::string_view key, int64_t if_absent) const;
   // Writes "0" through the same descriptor (both drivers' peak reset). NotFound when the
   // file does not exist.
   absl::Status Reset();
   void Close() { fd_.Reset(); }
 
  private:
+  // The whole file from offset 0; NotFound when it did not exist at Open and still does
+  // not (it is then opened afresh on each read, as before it was held).
+  absl::StatusOr<std::string> ReadContent() const;
+
   std::string path_;
   base::UniqueFd fd_;
   bool writable_ = false;

@@ -41,6 +41,7 @@ class CgroupV1 : public Cgroup {
   absl::StatusOr<std::vector<int>> SelfJoinFiles() override;
   absl::StatusOr<CgroupUsage> ReadUsage() const override;
   absl::StatusOr<int64_t> ReadMemoryPeak() const override { return memory_peak_.Read(0); }
+  absl::StatusOr<CgroupUsage> ReadLimitHits() const override;
   absl::StatusOr<std::unique_ptr<Cgroup>> CreateChild(const CgroupLimits& limits,
                                                       const std::string& prefix) override;
   absl::Status KillAll() override;
@@ -60,8 +61,12 @@ class CgroupV1 : public Cgroup {
   absl::StatusOr<std::string> DirFor(const V1Hierarchy& hierarchy, const std::string& name);
 
   std::string memory_dir_;
+  // Held open: read after every request (a reused cgroup must not have hit its limits).
   OpenCounter memory_peak_;  // memory_dir_'s memory.max_usage_in_bytes
+  OpenCounter oom_control_;  // memory_dir_'s memory.oom_control
   std::string pids_dir_;
+  OpenCounter pids_events_;   // pids_dir_'s pids.events
+  OpenCounter pids_current_;  // pids_dir_'s pids.current
   std::string cpu_dir_;
   std::string cpuacct_dir_;  // Empty without a cpuacct hierarchy.
   std::vector<std::pair<int, std::string>> dir_by_hierarchy_;
@@ -87,8 +92,12 @@ absl::StatusOr<std::string> CgroupV1::DirFor(const V1Hierarchy& hierarchy,
 
 absl::Status CgroupV1::MakeDirs(const V1Layout& layout, const std::string& name) {
   ZYGO_ASSIGN_OR_RETURN(memory_dir_, DirFor(layout.memory, name));
-  ZYGO_RETURN_IF_ERROR(memory_peak_.Open(absl::StrCat(memory_dir_, "/memory.max_usage_in_bytes")));
+  ZYGO_RETURN_IF_ERROR(memory_peak_.Open(absl::StrCat(memory_dir_, "/memory.max_usage_in_bytes"),
+                                         OpenCounter::Access::kReadWrite));
+  ZYGO_RETURN_IF_ERROR(oom_control_.Open(absl::StrCat(memory_dir_, "/memory.oom_control")));
   ZYGO_ASSIGN_OR_RETURN(pids_dir_, DirFor(layout.pids, name));
+  ZYGO_RETURN_IF_ERROR(pids_events_.Open(absl::StrCat(pids_dir_, "/pids.events")));
+  ZYGO_RETURN_IF_ERROR(pids_current_.Open(absl::StrCat(pids_dir_, "/pids.current")));
   ZYGO_ASSIGN_OR_RETURN(cpu_dir_, DirFor(layout.cpu, name));
   // CPU time is counted by cpuacct, which is often co-mounted with cpu ("cpu,cpuacct")
   // but is a hierarchy of its own on some hosts; without it the sandbox's CPU time
@@ -202,19 +211,25 @@ absl::StatusOr<std::unique_ptr<Cgroup>> CgroupV1::CreateChild(const CgroupLimits
   return std::unique_ptr<Cgroup>(std::move(child));
 }
 
-// Every member is in the pids hierarchy's directory, so one list names them all.
+// Every member is in the pids hierarchy's directory, so one list names them all. Its count
+// comes first: after most requests nothing is left, and the count is one held file where
+// the list is an open of its own.
 absl::Status CgroupV1::KillAll() {
+  absl::StatusOr<int64_t> members = pids_current_.Read(-1);
+  if (members.ok() && *members == 0) return absl::OkStatus();
   return KillCgroupMembers(absl::StrCat(pids_dir_, "/cgroup.procs"));
 }
 
-absl::StatusOr<CgroupUsage> CgroupV1::ReadUsage() const {
+absl::StatusOr<CgroupUsage> CgroupV1::ReadLimitHits() const {
   CgroupUsage usage;
   // The oom_kill line appeared in Linux 4.13; older kernels count nothing.
-  ZYGO_ASSIGN_OR_RETURN(
-      usage.oom_kills,
-      ReadKeyedValueOr(absl::StrCat(memory_dir_, "/memory.oom_control"), "oom_kill", 0));
-  ZYGO_ASSIGN_OR_RETURN(usage.pids_max_hits,
-                        ReadKeyedValueOr(absl::StrCat(pids_dir_, "/pids.events"), "max", 0));
+  ZYGO_ASSIGN_OR_RETURN(usage.oom_kills, oom_control_.ReadKeyed("oom_kill", 0));
+  ZYGO_ASSIGN_OR_RETURN(usage.pids_max_hits, pids_events_.ReadKeyed("max", 0));
+  return usage;
+}
+
+absl::StatusOr<CgroupUsage> CgroupV1::ReadUsage() const {
+  ZYGO_ASSIGN_OR_RETURN(CgroupUsage usage, ReadLimitHits());
 
   ZYGO_ASSIGN_OR_RETURN(usage.memory_peak_bytes, memory_peak_.Read(0));
 
@@ -234,7 +249,9 @@ absl::Status CgroupV1::Destroy() {
   destroy_called_ = true;
   procs_files_.clear();
   join_files_.clear();
-  memory_peak_.Close();
+  for (OpenCounter* held : {&memory_peak_, &oom_control_, &pids_events_, &pids_current_}) {
+    held->Close();
+  }
   absl::Status first_error;
   std::vector<std::string> still_there;
   for (const std::string& dir : remaining_) {

@@ -87,13 +87,12 @@ class CgroupV2 : public Cgroup {
   absl::StatusOr<CgroupUsage> ReadUsage() const override;
   // memory.peak appeared in Linux 5.19; 0 before.
   absl::StatusOr<int64_t> ReadMemoryPeak() const override { return memory_peak_.Read(0); }
+  absl::StatusOr<CgroupUsage> ReadLimitHits() const override;
   absl::StatusOr<std::unique_ptr<Cgroup>> CreateChild(const CgroupLimits& limits,
                                                       const std::string& prefix) override;
   // memory.peak is writable (a reset) since Linux 6.12.
   absl::Status ResetPeak() override { return memory_peak_.Reset(); }
-  absl::Status KillAll() override {
-    return KillCgroupMembers(absl::StrCat(dir_, "/cgroup.procs"));
-  }
+  absl::Status KillAll() override;
   absl::Status Destroy() override;
   std::vector<std::string> paths() const override { return {dir_}; }
 
@@ -101,7 +100,8 @@ class CgroupV2 : public Cgroup {
   absl::Status WriteMemoryLimit(int64_t bytes);
   absl::Status WritePidsLimit(int64_t pids_max);
   absl::Status WriteCpuMax(double cpus);
-  // The directory fd for CLONE_INTO_CGROUP and memory.peak, held until Destroy.
+  // The directory fd for CLONE_INTO_CGROUP and the counters read per request, held until
+  // Destroy.
   absl::Status OpenHeldFiles();
 
  private:
@@ -109,7 +109,10 @@ class CgroupV2 : public Cgroup {
 
   std::string dir_;
   UniqueFd dir_fd_;
-  OpenCounter memory_peak_;
+  OpenCounter memory_peak_;    // memory.peak
+  OpenCounter memory_events_;  // memory.events
+  OpenCounter pids_events_;    // pids.events
+  OpenCounter pids_current_;   // pids.current
   bool removed_ = false;
   bool destroy_called_ = false;
 };
@@ -137,7 +140,11 @@ absl::Status CgroupV2::WriteCpuMax(double cpus) {
 
 absl::Status CgroupV2::OpenHeldFiles() {
   ZYGO_ASSIGN_OR_RETURN(dir_fd_, sys::OpenDirectory(dir_));
-  return memory_peak_.Open(absl::StrCat(dir_, "/memory.peak"));
+  ZYGO_RETURN_IF_ERROR(
+      memory_peak_.Open(absl::StrCat(dir_, "/memory.peak"), OpenCounter::Access::kReadWrite));
+  ZYGO_RETURN_IF_ERROR(memory_events_.Open(absl::StrCat(dir_, "/memory.events")));
+  ZYGO_RETURN_IF_ERROR(pids_events_.Open(absl::StrCat(dir_, "/pids.events")));
+  return pids_current_.Open(absl::StrCat(dir_, "/pids.current"));
 }
 
 // Children normally start inside via CLONE_INTO_CGROUP; this serves callers that fork
@@ -151,19 +158,29 @@ absl::Status CgroupV2::AttachFromParent(pid_t pid) {
                           IfMissing::kCreate);
 }
 
-absl::StatusOr<CgroupUsage> CgroupV2::ReadUsage() const {
+absl::StatusOr<CgroupUsage> CgroupV2::ReadLimitHits() const {
   CgroupUsage usage;
   // memory.events' oom_kill appeared in Linux 4.13; older kernels count nothing.
-  ZYGO_ASSIGN_OR_RETURN(usage.oom_kills,
-                        ReadKeyedValueOr(absl::StrCat(dir_, "/memory.events"), "oom_kill", 0));
-  ZYGO_ASSIGN_OR_RETURN(usage.pids_max_hits,
-                        ReadKeyedValueOr(absl::StrCat(dir_, "/pids.events"), "max", 0));
+  ZYGO_ASSIGN_OR_RETURN(usage.oom_kills, memory_events_.ReadKeyed("oom_kill", 0));
+  ZYGO_ASSIGN_OR_RETURN(usage.pids_max_hits, pids_events_.ReadKeyed("max", 0));
+  return usage;
+}
+
+absl::StatusOr<CgroupUsage> CgroupV2::ReadUsage() const {
+  ZYGO_ASSIGN_OR_RETURN(CgroupUsage usage, ReadLimitHits());
   ZYGO_ASSIGN_OR_RETURN(usage.memory_peak_bytes, memory_peak_.Read(0));
   const std::string cpu_stat = absl::StrCat(dir_, "/cpu.stat");
   ZYGO_ASSIGN_OR_RETURN(std::string stat, sys::ReadFile(cpu_stat));
   ZYGO_ASSIGN_OR_RETURN(usage.cpu_user_us, KeyedValueOr(stat, "user_usec", cpu_stat, 0));
   ZYGO_ASSIGN_OR_RETURN(usage.cpu_system_us, KeyedValueOr(stat, "system_usec", cpu_stat, 0));
   return usage;
+}
+
+// The count first: after most requests nothing is left, and it is one held file.
+absl::Status CgroupV2::KillAll() {
+  absl::StatusOr<int64_t> members = pids_current_.Read(-1);
+  if (members.ok() && *members == 0) return absl::OkStatus();
+  return KillCgroupMembers(absl::StrCat(dir_, "/cgroup.procs"));
 }
 
 // cgroup.kill (Linux 5.14) SIGKILLs every process inside at once, so that rmdir does
@@ -179,7 +196,9 @@ absl::Status CgroupV2::Destroy() {
   destroy_called_ = true;
   if (removed_) return absl::OkStatus();
   dir_fd_.Reset();
-  memory_peak_.Close();
+  for (OpenCounter* held : {&memory_peak_, &memory_events_, &pids_events_, &pids_current_}) {
+    held->Close();
+  }
   ZYGO_RETURN_IF_ERROR(KillRemainingProcesses());
   ZYGO_RETURN_IF_ERROR(RemoveCgroupDir(dir_, "processes"));
   removed_ = true;

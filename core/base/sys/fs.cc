@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/types/optional.h"
 #include "core/base/errno_status.h"
+#include "core/base/sys/process.h"
 
 namespace zygo::base::sys {
 namespace {
@@ -138,6 +139,14 @@ absl::StatusOr<pid_t> ReadParentPid(pid_t pid) {
     return absl::InternalError(absl::StrCat(path, " names no parent (no PPid line)"));
   }
   return static_cast<pid_t>(parent);
+}
+
+absl::StatusOr<pid_t> PidfdParentPid(int pidfd, pid_t pid) {
+  PidfdInfo info;
+  const int got = RawPidfdGetInfo(pidfd, &info);
+  if (got == 0 && (info.mask & kPidfdInfoPid) != 0) return static_cast<pid_t>(info.ppid);
+  if (got == -ESRCH) return absl::NotFoundError(absl::StrCat("process ", pid, " is gone"));
+  return ReadParentPid(pid);
 }
 
 }  // namespace zygo::base::sys

@@ -63,6 +63,11 @@ absl::StatusOr<struct statfs> StatFs(const std::string& path);
 // NotFound when the process is gone; Internal when the file has no PPid line.
 absl::StatusOr<pid_t> ReadParentPid(pid_t pid);
 
+// The parent of the process `pidfd` names (which is `pid`), in the caller's pid namespace:
+// one PIDFD_GET_INFO ioctl, or ReadParentPid on kernels before 6.13. NotFound when the
+// process is gone.
+absl::StatusOr<pid_t> PidfdParentPid(int pidfd, pid_t pid);
+
 }  // namespace zygo::base::sys
 
 #endif  // ZYGO_CORE_BASE_SYS_FS_H_

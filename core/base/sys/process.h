@@ -6,8 +6,11 @@
 #include <errno.h>
 #include <linux/sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include <cstdint>
 
 namespace zygo::base::sys {
 
@@ -30,6 +33,26 @@ inline int RawPidfdOpen(pid_t pid) {
 inline int RawPidfdSendSignal(int pidfd, int sig) {
   int rc = static_cast<int>(::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0));
   return rc < 0 ? -errno : 0;
+}
+
+// PIDFD_GET_INFO (Linux 6.13), declared here since Debian 12's headers predate it. The
+// first version of the struct; the kernel fills what fits in the size the request names.
+struct PidfdInfo {
+  uint64_t mask;
+  uint64_t cgroupid;
+  uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
+  uint32_t spare0[1];
+};
+static_assert(sizeof(PidfdInfo) == 64, "PIDFD_INFO_SIZE_VER0");
+inline constexpr uint64_t kPidfdInfoPid = 1;  // PIDFD_INFO_PID: pid, tgid, ppid are set
+inline constexpr unsigned long kPidfdGetInfo = _IOWR(0xFF, 11, PidfdInfo);
+
+// Fills `info` for the process `pidfd` names. Returns 0 or -errno: ESRCH once it has been
+// reaped, ENOTTY (or EINVAL) on kernels before 6.13.
+inline int RawPidfdGetInfo(int pidfd, PidfdInfo* info) {
+  *info = PidfdInfo{};
+  info->mask = kPidfdInfoPid;
+  return ::ioctl(pidfd, kPidfdGetInfo, info) < 0 ? -errno : 0;
 }
 
 // Marks every fd from `first` up CLOEXEC. Returns 0 or -errno.
