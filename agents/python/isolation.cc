@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "core/base/errno_status.h"
 #include "core/base/sys/landlock.h"
@@ -24,35 +25,11 @@ namespace {
 using base::ErrnoStatus;
 using base::UniqueFd;
 
-absl::Status AddRule(int ruleset, const char* path, uint64_t access) {
-  UniqueFd dir(::open(path, O_PATH | O_CLOEXEC));
-  if (!dir.valid()) return ErrnoStatus(errno, absl::StrCat("open(", path, ", O_PATH)"));
-  if (const int rc = base::sys::RawLandlockAddPathRule(ruleset, dir.get(), access); rc < 0) {
+absl::Status AddRule(int ruleset, int dir, uint64_t access, const char* path) {
+  if (const int rc = base::sys::RawLandlockAddPathRule(ruleset, dir, access); rc < 0) {
     return ErrnoStatus(-rc, absl::StrCat("landlock_add_rule(", path, ")"));
   }
   return absl::OkStatus();
-}
-
-// One rule per entry of "/" (read/execute; /dev also writable as `dev_access` says),
-// skipping /tmp and symlinks (their targets are entries of their own, such as /usr/lib).
-absl::Status AllowTopLevelEntries(int ruleset, uint64_t dev_access) {
-  DIR* root = ::opendir("/");
-  if (root == nullptr) return ErrnoStatus(errno, "opendir(/)");
-  absl::Status status;
-  while (const dirent* entry = ::readdir(root)) {
-    const std::string name = entry->d_name;
-    if (name == "." || name == ".." || name == "tmp") continue;
-    struct stat st;
-    if (::fstatat(::dirfd(root), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-    if (S_ISLNK(st.st_mode)) continue;
-    uint64_t access = base::sys::kLandlockReadExecute;
-    if (!S_ISDIR(st.st_mode)) access = LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_EXECUTE;
-    if (name == "dev") access = dev_access;
-    status = AddRule(ruleset, absl::StrCat("/", name).c_str(), access);
-    if (!status.ok()) break;
-  }
-  ::closedir(root);
-  return status;
 }
 
 absl::Status RemoveContents(int dir_fd, const std::string& path, int depth) {
@@ -107,24 +84,60 @@ int LandlockAbi() {
   return abi < 0 ? 0 : abi;
 }
 
-absl::StatusOr<int> RestrictToRequest(const std::string& tmp_dir) {
-  const int abi = LandlockAbi();
-  if (abi <= 0) return 0;
-  base::sys::LandlockRulesetAttr attr = {
-      base::sys::LandlockHandledFs(abi), 0,
-      abi >= 6 ? base::sys::kLandlockScopeAbstractUnixSocket | base::sys::kLandlockScopeSignal : 0};
-  const int ruleset_fd =
-      base::sys::RawLandlockCreateRuleset(&attr, abi >= 6 ? sizeof(attr) : sizeof(uint64_t));
-  if (ruleset_fd < 0) return ErrnoStatus(-ruleset_fd, "landlock_create_ruleset");
-  UniqueFd ruleset(ruleset_fd);
+absl::StatusOr<LandlockBase> PrepareLandlockBase() {
+  LandlockBase base;
+  base.abi = LandlockAbi();
+  if (base.abi <= 0) return base;
   uint64_t dev_access =
       LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
-  if (abi >= 3) dev_access |= base::sys::kLandlockFsTruncate;  // `> /dev/null` opens with O_TRUNC.
-  if (abi >= 5) dev_access |= base::sys::kLandlockFsIoctlDev;
-  // Read and execute everywhere but /tmp, whose other entries are other requests' private
-  // directories: a rule on "/" would cover them, so each top-level entry gets its own.
-  if (absl::Status s = AllowTopLevelEntries(ruleset.get(), dev_access); !s.ok()) return s;
-  if (absl::Status s = AddRule(ruleset.get(), tmp_dir.c_str(), attr.handled_access_fs); !s.ok()) {
+  if (base.abi >= 3) dev_access |= base::sys::kLandlockFsTruncate;  // `> /dev/null` truncates
+  if (base.abi >= 5) dev_access |= base::sys::kLandlockFsIoctlDev;
+  DIR* root = ::opendir("/");
+  if (root == nullptr) return ErrnoStatus(errno, "opendir(/)");
+  absl::Status status;
+  while (const dirent* entry = ::readdir(root)) {
+    const std::string name = entry->d_name;
+    if (name == "." || name == ".." || name == "tmp") continue;
+    struct stat st;
+    if (::fstatat(::dirfd(root), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (S_ISLNK(st.st_mode)) continue;
+    uint64_t access = base::sys::kLandlockReadExecute;
+    if (!S_ISDIR(st.st_mode)) access = LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_EXECUTE;
+    if (name == "dev") access = dev_access;
+    LandlockBase::Entry rule{
+        absl::StrCat("/", name),
+        UniqueFd(::openat(::dirfd(root), name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC)), access};
+    if (!rule.fd.valid()) {
+      status = ErrnoStatus(errno, absl::StrCat("open(", rule.path, ", O_PATH)"));
+      break;
+    }
+    base.entries.push_back(std::move(rule));
+  }
+  ::closedir(root);
+  if (!status.ok()) return status;
+  return base;
+}
+
+absl::StatusOr<int> RestrictToRequest(LandlockBase& base, const std::string& tmp_dir) {
+  // On every path out: no request may inherit the zygote's fds of "/".
+  absl::Cleanup close_base = [&base] { base.entries.clear(); };
+  if (base.abi <= 0) return 0;
+  base::sys::LandlockRulesetAttr attr = {
+      base::sys::LandlockHandledFs(base.abi), 0,
+      base.abi >= 6 ? base::sys::kLandlockScopeAbstractUnixSocket | base::sys::kLandlockScopeSignal
+                    : 0};
+  const int ruleset_fd =
+      base::sys::RawLandlockCreateRuleset(&attr, base.abi >= 6 ? sizeof(attr) : sizeof(uint64_t));
+  if (ruleset_fd < 0) return ErrnoStatus(-ruleset_fd, "landlock_create_ruleset");
+  UniqueFd ruleset(ruleset_fd);
+  for (const LandlockBase::Entry& entry : base.entries) {
+    absl::Status added = AddRule(ruleset.get(), entry.fd.get(), entry.access, entry.path.c_str());
+    if (!added.ok()) return added;
+  }
+  UniqueFd tmp(::open(tmp_dir.c_str(), O_PATH | O_CLOEXEC));
+  if (!tmp.valid()) return ErrnoStatus(errno, absl::StrCat("open(", tmp_dir, ", O_PATH)"));
+  if (absl::Status s = AddRule(ruleset.get(), tmp.get(), attr.handled_access_fs, tmp_dir.c_str());
+      !s.ok()) {
     return s;
   }
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
@@ -133,7 +146,7 @@ absl::StatusOr<int> RestrictToRequest(const std::string& tmp_dir) {
   if (const int rc = base::sys::RawLandlockRestrictSelf(ruleset.get()); rc < 0) {
     return ErrnoStatus(-rc, "landlock_restrict_self");
   }
-  return abi;
+  return base.abi;
 }
 
 absl::Status DieWithParent(pid_t parent) {

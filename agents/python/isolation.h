@@ -9,9 +9,11 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/base/unique_fd.h"
 
 namespace zygo::agents::python {
 
@@ -25,13 +27,30 @@ absl::Status MakeRequestTmpDir(const std::string& dir);
 // The kernel's Landlock ABI version, 0 when Landlock is missing or disabled.
 int LandlockAbi();
 
-// Stacks a new Landlock domain on the calling process: read and execute everywhere; write
-// (create, remove, truncate...) only beneath `tmp_dir`; read/write (no create) of device
-// nodes under /dev (/dev/null); on ABI >= 6 also scopes signals and abstract unix sockets
-// to the domain. Sets no_new_privs first (landlock_restrict_self requires it without
-// CAP_SYS_ADMIN). Returns the ABI applied; 0 means the kernel has no Landlock and nothing
-// was restricted. Child side; needs no privileges.
-absl::StatusOr<int> RestrictToRequest(const std::string& tmp_dir);
+// The rules every request's Landlock domain starts from: read and execute on each entry of
+// "/" but /tmp (whose other entries are other requests' private directories; a rule on "/"
+// would cover them) and symlinks (their targets are entries of their own, such as /usr/lib);
+// read/write (no create) of /dev's nodes. Listed once by the zygote, which holds an O_PATH
+// fd per entry; its spares inherit them, so a spare stacks its domain without listing "/"
+// again (about 26 syscalls a spare: the listing, a stat and an open per entry).
+struct LandlockBase {
+  struct Entry {
+    std::string path;
+    base::UniqueFd fd;  // O_PATH
+    uint64_t access = 0;
+  };
+  int abi = 0;  // 0: the kernel has no Landlock, and nothing is restricted
+  std::vector<Entry> entries;
+};
+absl::StatusOr<LandlockBase> PrepareLandlockBase();
+
+// Stacks a new Landlock domain on the calling process: `base`'s rules, and every access
+// beneath `tmp_dir`; on ABI >= 6 also scopes signals and abstract unix sockets to the
+// domain. Sets no_new_privs first (landlock_restrict_self requires it without
+// CAP_SYS_ADMIN). Then closes `base`'s fds in this process, so that no request inherits
+// them. Returns the ABI applied; 0 means the kernel has no Landlock and nothing was
+// restricted. Child side; needs no privileges.
+absl::StatusOr<int> RestrictToRequest(LandlockBase& base, const std::string& tmp_dir);
 
 // PR_SET_PDEATHSIG SIGKILL, then checks the zygote `parent` is still the parent (it may
 // have died before the prctl): a spare never outlives its zygote. Child side.

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
@@ -55,11 +56,23 @@ TEST(IsolationTest, LandlockAllowsWritesOnlyBeneathTheTmpDir) {
   const std::string base = TestDir("landlock");
   const std::string tmp = base + "/tmp";
   ASSERT_EQ(::mkdir(tmp.c_str(), 0700), 0);
+  // Prepared before the fork, as the zygote does; the child must not keep its fds.
+  absl::StatusOr<LandlockBase> landlock = PrepareLandlockBase();
+  ASSERT_TRUE(landlock.ok()) << landlock.status();
+  ASSERT_FALSE(landlock->entries.empty());
+  std::vector<int> base_fds;
+  for (const LandlockBase::Entry& entry : landlock->entries) base_fds.push_back(entry.fd.get());
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    absl::StatusOr<int> applied = RestrictToRequest(tmp);
+    for (int fd : base_fds) {
+      if (::fcntl(fd, F_GETFD) < 0) ::_exit(17);  // inherited: the control for 18
+    }
+    absl::StatusOr<int> applied = RestrictToRequest(*landlock, tmp);
     if (!applied.ok() || *applied != abi) ::_exit(10);
+    for (int fd : base_fds) {
+      if (::fcntl(fd, F_GETFD) >= 0 || errno != EBADF) ::_exit(18);  // closed by Restrict
+    }
     if (CreateErrno(tmp + "/inside") != 0) ::_exit(11);            // Allowed.
     if (CreateErrno(base + "/outside") != EACCES) ::_exit(12);     // Denied.
     if (::open("/dev/null", O_WRONLY | O_TRUNC) < 0) ::_exit(13);  // Allowed.
@@ -77,6 +90,8 @@ TEST(IsolationTest, LandlockAllowsWritesOnlyBeneathTheTmpDir) {
   EXPECT_EQ(WEXITSTATUS(wstatus), 0) << "failed check " << WEXITSTATUS(wstatus);
   EXPECT_TRUE(Exists(tmp + "/inside"));
   EXPECT_FALSE(Exists(base + "/outside"));
+  // The zygote's own copies stay open for its next spares.
+  for (int fd : base_fds) EXPECT_GE(::fcntl(fd, F_GETFD), 0) << fd;
 }
 
 TEST(IsolationTest, RemoveTreeDoesNotFollowSymlinks) {

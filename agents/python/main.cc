@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "agents/python/interpreter.h"
+#include "agents/python/isolation.h"
 #include "agents/python/python_api.h"
 #include "agents/python/spare.h"
 #include "agents/python/zygote.h"
@@ -120,7 +121,8 @@ absl::Status Serve(const Flags& flags) {
   // one a caller's client woken meanwhile waited for the fork. Its spares ask again.
   (void)base::sys::RawRequestSlice(base::sys::kBackgroundSliceNs);
   const char* verbose = ::getenv("ZYGO_AGENT_VERBOSE");
-  PythonSpareRunner runner(*interpreter, function.get(), verbose != nullptr && *verbose == '1');
+  PythonSpareRunner runner(*interpreter, function.get(), PrepareLandlockBase(),
+                           verbose != nullptr && *verbose == '1');
   absl::Status served = RunZygote(flags.fd, runner);
   interpreter->FlushStdio();
   if (!served.ok()) {

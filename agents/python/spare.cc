@@ -40,7 +40,8 @@ absl::Status PythonSpareRunner::Isolate(uint64_t spare_id) {
   const std::string tmp_dir = RequestTmpDir(spare_id);
   if (absl::Status status = MakeRequestTmpDir(tmp_dir); !status.ok()) return status;
   if (absl::Status status = interpreter_.PointTempDirAt(tmp_dir); !status.ok()) return status;
-  absl::StatusOr<int> abi = RestrictToRequest(tmp_dir);
+  if (!landlock_.ok()) return landlock_.status();
+  absl::StatusOr<int> abi = RestrictToRequest(*landlock_, tmp_dir);
   if (!abi.ok()) return abi.status();
   if (verbose_) {
     std::fprintf(stderr, "zygo-agent-python: spare %llu: landlock abi %d\n",

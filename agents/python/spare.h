@@ -4,7 +4,11 @@
 #ifndef ZYGO_AGENTS_PYTHON_SPARE_H_
 #define ZYGO_AGENTS_PYTHON_SPARE_H_
 
+#include <utility>
+
+#include "absl/status/statusor.h"
 #include "agents/python/interpreter.h"
+#include "agents/python/isolation.h"
 #include "agents/python/request.h"
 #include "agents/python/zygote.h"
 
@@ -14,8 +18,14 @@ class PythonSpareRunner : public SpareRunner {
  public:
   // `function` is function mode's handler (borrowed from the zygote, which keeps it alive);
   // null in pool mode. `verbose` prints each spare's preparation costs on stderr.
-  PythonSpareRunner(Interpreter& interpreter, PyObject* function, bool verbose)
-      : interpreter_(interpreter), function_(function), verbose_(verbose) {}
+  // `landlock` is the zygote's, prepared once; a failure to prepare it fails every spare's
+  // isolation, reported by its Run.
+  PythonSpareRunner(Interpreter& interpreter, PyObject* function,
+                    absl::StatusOr<LandlockBase> landlock, bool verbose)
+      : interpreter_(interpreter),
+        function_(function),
+        landlock_(std::move(landlock)),
+        verbose_(verbose) {}
 
   void BeforeFork() override;
   void AfterForkInParent() override;
@@ -32,6 +42,7 @@ class PythonSpareRunner : public SpareRunner {
 
   Interpreter& interpreter_;
   PyObject* function_;
+  absl::StatusOr<LandlockBase> landlock_;
   bool verbose_;
   uint64_t spare_id_ = 0;
 };

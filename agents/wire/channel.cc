@@ -23,24 +23,14 @@ namespace {
 
 constexpr absl::string_view kPeerClosed = "wire: peer closed the agent socket";
 
-// Room for exactly kMaxFdsPerFrame fds: a sender attaching more makes the kernel set
-// MSG_CTRUNC, which we refuse, instead of installing extra fds we never asked for. A
-// receiver with SO_PASSCRED also gets one SCM_CREDENTIALS message, which the kernel puts
-// first (net/core/scm.c scm_recv), so it needs that much more room, and only then.
+// Room for kMaxFdsPerFrame fds and one SCM_CREDENTIALS message (which the kernel puts
+// first, net/core/scm.c scm_recv), whether or not the socket asked for credentials: asking
+// it per receive cost a getsockopt on every frame. Without credentials that room fits a
+// few fds more, so a frame carrying more than kMaxFdsPerFrame is refused after the fact,
+// its fds closed, as one that overflowed the room (MSG_CTRUNC) is.
 constexpr size_t kRightsSpace = CMSG_SPACE(sizeof(int) * kMaxFdsPerFrame);
 constexpr size_t kCredentialsSpace = CMSG_SPACE(sizeof(ucred));
 constexpr size_t kControlSize = kCredentialsSpace + kRightsSpace;
-
-// Whether the kernel will attach credentials to what `fd` receives. Asked per receive
-// because the flag can be set at any time and the control room must match it exactly.
-absl::StatusOr<bool> PassesCredentials(int fd) {
-  int on = 0;
-  socklen_t len = sizeof(on);
-  if (::getsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, &len) != 0) {
-    return base::ErrnoStatus(errno, absl::StrCat("getsockopt(agent socket ", fd, ", SO_PASSCRED)"));
-  }
-  return on != 0;
-}
 
 // EPIPE/ECONNRESET mean the other end is gone: report them as the one EOF status.
 absl::Status SocketErrno(int err, absl::string_view what) {
@@ -169,16 +159,18 @@ absl::StatusOr<ReceivedFrame> ReceiveFrame(int fd, absl::Duration timeout) {
   // Per thread and never zeroed: 128 KiB allocated and cleared per frame was measurable on
   // the supervisor's request path.
   thread_local const std::unique_ptr<char[]> buffer(new char[kMaxFrameSize + 1]);
+  // A zero timeout is a caller that has just polled: straight to recvmsg, no second poll.
+  bool wait = timeout != absl::ZeroDuration();
   for (;;) {
-    ZYGO_RETURN_IF_ERROR(WaitReadable(fd, deadline));
-    ZYGO_ASSIGN_OR_RETURN(const bool credentials, PassesCredentials(fd));
+    if (wait) ZYGO_RETURN_IF_ERROR(WaitReadable(fd, deadline));
+    wait = true;
     iovec iov{buffer.get(), kMaxFrameSize + 1};
     alignas(cmsghdr) unsigned char control[kControlSize] = {};
     msghdr msg{};
     msg.msg_iov = &iov;
     msg.msg_iovlen = 1;
     msg.msg_control = control;
-    msg.msg_controllen = credentials ? kControlSize : kRightsSpace;
+    msg.msg_controllen = kControlSize;
     // MSG_DONTWAIT: poll said readable, but another reader may have taken the datagram.
     const ssize_t n = ::recvmsg(fd, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
     if (n < 0) {
@@ -190,7 +182,7 @@ absl::StatusOr<ReceivedFrame> ReceiveFrame(int fd, absl::Duration timeout) {
     // On SOCK_SEQPACKET a 0-byte read is the peer's EOF. Frames are never empty, so an
     // empty datagram from a live peer is treated as a hang-up too (any fds with it close).
     if (n == 0) return absl::UnavailableError(kPeerClosed);
-    if ((msg.msg_flags & MSG_CTRUNC) != 0) {
+    if ((msg.msg_flags & MSG_CTRUNC) != 0 || received.fds.size() > kMaxFdsPerFrame) {
       return absl::InvalidArgumentError(absl::StrCat("wire: control data truncated (more than ",
                                                      kMaxFdsPerFrame, " fds attached?)"));
     }
