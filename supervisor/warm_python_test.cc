@@ -41,10 +41,16 @@ def noisy(event):
     print("to stderr", file=sys.stderr)
     return "done"
 
+def stdio(event):
+    return {"write_through": sys.stdout.write_through,
+            "binary_layer": type(sys.stdout.buffer).__name__,
+            "PYTHONUNBUFFERED": os.environ.get("PYTHONUNBUFFERED")}
+
 def boom(event):
     raise ValueError("bad input: " + str(event))
 
 def spin(event):
+    print("spinning")  # unbuffered: kept although the request is killed
     while True:
         pass
 
@@ -165,6 +171,18 @@ TEST_F(WarmPythonTest, CapturesStdoutAndStderr) {
   EXPECT_EQ(Result(reply), "done");
 }
 
+// Unbuffered like PYTHONUNBUFFERED=1 (a killed request keeps its output; the zygote has no
+// buffered output for its forks to copy), without the variable showing in the environment.
+TEST_F(WarmPythonTest, StdioIsUnbufferedAndTheEnvironmentUntouched) {
+  UpHandler("stdio");
+  ExecReply reply = Call("stdio");
+  ASSERT_TRUE(reply.ok) << reply.error_message;
+  const nlohmann::json result = Result(reply);
+  EXPECT_EQ(result["write_through"], true) << result;
+  EXPECT_EQ(result["binary_layer"], "FileIO") << result;
+  EXPECT_TRUE(result["PYTHONUNBUFFERED"].is_null()) << result;
+}
+
 TEST_F(WarmPythonTest, ExceptionComesBackWithItsTraceback) {
   UpHandler("boom");
   ExecReply reply = Call("boom", "7");
@@ -190,6 +208,7 @@ TEST_F(WarmPythonTest, LoopPastDeadlineIsKilledAndTheFunctionServesOn) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(6));
   EXPECT_EQ(reply.outcome.status, "timeout");
   EXPECT_EQ(reply.outcome.exit_code, 137);
+  EXPECT_EQ(reply.stdout_data, "spinning\n") << "printed before the kill";
   UpHandler("echo");
   EXPECT_TRUE(Call("echo", "1").ok);
   EXPECT_EQ(Call("spin").outcome.status, "timeout") << "the same function, again";

@@ -28,6 +28,7 @@ namespace zygo::agents::python {
   X(PyObject_GetAttrString)       \
   X(PyObject_SetAttrString)       \
   X(PyObject_SetItem)             \
+  X(PyObject_DelItemString)       \
   X(PyObject_Str)                 \
   X(PyObject_Repr)                \
   X(PyObject_CallObject)          \
@@ -43,8 +44,8 @@ namespace zygo::agents::python {
   X(PyUnicode_AsUTF8String)       \
   X(PyUnicode_AsEncodedString)    \
   X(PyUnicode_Join)               \
-  X(PyBytes_AsStringAndSize)       \
-  X(PyBytes_FromStringAndSize)      \
+  X(PyBytes_AsStringAndSize)      \
+  X(PyBytes_FromStringAndSize)    \
   X(PyLong_FromLongLong)          \
   X(PyLong_FromUnsignedLongLong)  \
   X(PyLong_FromString)            \

@@ -28,11 +28,9 @@ enum SpareExit : int {
 
 }  // namespace
 
-void PythonSpareRunner::BeforeFork() {
-  // Buffered output would otherwise be inherited and written again by every child.
-  interpreter_.FlushStdio();
-  interpreter_.api().PyOS_BeforeFork();
-}
+// No flush of sys.stdout/stderr here: they are unbuffered (Interpreter::Start), and the
+// zygote flushed them after the handler's import, the last Python code of its own to run.
+void PythonSpareRunner::BeforeFork() { interpreter_.api().PyOS_BeforeFork(); }
 
 void PythonSpareRunner::AfterForkInParent() { interpreter_.api().PyOS_AfterFork_Parent(); }
 
