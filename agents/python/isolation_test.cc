@@ -118,6 +118,20 @@ TEST(IsolationTest, RemoveTreeDoesNotFollowSymlinks) {
   EXPECT_TRUE(Exists(victim + "/keep"));
 }
 
+TEST(IsolationTest, RemoveTreeTakesEmptyAndFilledDirectories) {
+  const std::string base = TestDir("remove-plain");
+  const std::string empty = base + "/empty";
+  ASSERT_EQ(::mkdir(empty.c_str(), 0700), 0);
+  const std::string filled = base + "/filled";
+  ASSERT_EQ(::mkdir(filled.c_str(), 0700), 0);
+  std::ofstream(filled + "/file") << "x";
+  ASSERT_TRUE(Exists(empty));
+  EXPECT_TRUE(RemoveTree(empty).ok());
+  EXPECT_FALSE(Exists(empty));
+  EXPECT_TRUE(RemoveTree(filled).ok());
+  EXPECT_FALSE(Exists(filled));
+}
+
 TEST(IsolationTest, DieWithParentChecksTheParent) {
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);

@@ -153,8 +153,11 @@ absl::Status SendFrame(int fd, const Frame& frame, absl::Span<const int> fds) {
 }
 
 absl::StatusOr<ReceivedFrame> ReceiveFrame(int fd, absl::Duration timeout) {
-  const absl::Time deadline =
-      timeout == absl::InfiniteDuration() ? absl::InfiniteFuture() : absl::Now() + timeout;
+  // No clock read for the zero timeout: the zygote receives that way between forks, and
+  // absl's clock writes to a page every fork has just shared with a child.
+  const absl::Time deadline = timeout == absl::InfiniteDuration() ? absl::InfiniteFuture()
+                              : timeout == absl::ZeroDuration()   ? absl::InfinitePast()
+                                                                  : absl::Now() + timeout;
   // One spare byte beyond the largest legal frame: a datagram that fills it is oversized.
   // Per thread and never zeroed: 128 KiB allocated and cleared per frame was measurable on
   // the supervisor's request path.
