@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "agents/wire/channel.h"
@@ -235,7 +236,9 @@ void Zygote::ReaderLoop() {
           fprintf(stderr, "[%s] agent error: %s\n", config_.name.c_str(), error->message.c_str());
         }
         std::lock_guard<std::mutex> lock(mu_);
-        if (error.ok() && error->request_id != 0) spawning_.erase(error->request_id);
+        if (error.ok() && error->request_id != 0 && spawning_.erase(error->request_id) > 0) {
+          ready_cv_.notify_all();  // a spare being made is lost: waiting requests ask again
+        }
         break;
       }
       default:
@@ -262,6 +265,8 @@ void Zygote::HandleForked(wire::ReceivedFrame& received) {
     spawning_.erase(sent);
     agent_pid = agent_pid_;
   }
+  // A spare lost on the way (refused, not admitted): requests waiting for one ask again.
+  absl::Cleanup lost = [this] { ready_cv_.notify_all(); };
   // Opened before the parent check, so the check vouches for the process the pidfd names.
   if (spare->pid > 0) spare->pidfd.Reset(base::sys::RawPidfdOpen(spare->pid));
   // Asked outside the lock: request threads should not wait behind the kernel (or /proc).
@@ -312,6 +317,7 @@ void Zygote::HandleForked(wire::ReceivedFrame& received) {
     // Forked for a request that has been served meanwhile: not needed, unless short.
     if (waiters_ > 0 || static_cast<int>(ready_.size()) < config_.spares) {
       ready_.push_back(std::move(spare));
+      std::move(lost).Cancel();
       ready_cv_.notify_one();
       return;
     }
