@@ -69,6 +69,8 @@ class Cgroup {
   // supervisor's zygote leaf and per-request cgroups inside a function's). The child must
   // be destroyed before this one. v2: this cgroup must hold no process of its own (the
   // no-internal-process rule), so a sandbox with nested cgroups lives in a leaf sibling.
+  // v1: no directory in a cpuacct hierarchy apart from cpu's; the nested cgroup's CPU time
+  // is then counted only in this one's, and ReadUsage reports it as 0.
   virtual absl::StatusOr<std::unique_ptr<Cgroup>> CreateChild(const CgroupLimits& limits,
                                                               const std::string& prefix) = 0;
 

@@ -154,6 +154,33 @@ TEST_F(FakeCgroupV1Tree, CreateChildNestsInEveryHierarchyWithItsOwnLimits) {
   EXPECT_EQ(ReadAll(fs::path(children[1]) / "pids.max"), "3");
 }
 
+// Where cpuacct is a hierarchy apart from cpu (as on this project's CI VMs), a sandbox gets a
+// directory there, a nested cgroup does not: one move fewer per spare, and nothing reads a
+// nested cgroup's CPU time.
+TEST_F(FakeCgroupV1Tree, CreateChildSkipsACpuacctHierarchyApartFromCpu) {
+  fs::remove(root_ / "cpu");
+  fs::remove(root_ / "cpuacct");
+  fs::remove_all(root_ / "cpu,cpuacct");
+  MakeHierarchy("cpu");
+  MakeHierarchy("cpuacct");
+  WriteAll(base_ / "self_cgroup", "12:pids:/\n4:memory:/machine/abc\n3:cpu:/\n2:cpuacct:/\n0::/\n");
+  std::unique_ptr<CgroupDriver> driver = Probe();
+  ASSERT_NE(driver, nullptr);
+  absl::StatusOr<std::unique_ptr<Cgroup>> parent = driver->Create({});
+  ASSERT_TRUE(parent.ok()) << parent.status();
+  ASSERT_EQ((*parent)->paths().size(), 4u);  // memory, pids, cpu, cpuacct
+  absl::StatusOr<std::unique_ptr<Cgroup>> child = (*parent)->CreateChild({}, "request-");
+  ASSERT_TRUE(child.ok()) << child.status();
+  const std::vector<std::string> children = (*child)->paths();
+  ASSERT_EQ(children.size(), 3u);
+  for (const std::string& dir : children) {
+    EXPECT_FALSE(absl::StrContains(dir, "/cpuacct/")) << dir;
+  }
+  absl::StatusOr<std::vector<int>> join = (*child)->SelfJoinFiles();
+  ASSERT_TRUE(join.ok()) << join.status();
+  EXPECT_EQ(join->size(), 3u);
+}
+
 TEST_F(FakeCgroupV1Tree, CreateWritesLimitsIntoEachHierarchy) {
   std::unique_ptr<CgroupDriver> driver = Probe();
   ASSERT_NE(driver, nullptr);

@@ -202,7 +202,10 @@ absl::StatusOr<std::unique_ptr<Cgroup>> CgroupV1::CreateChild(const CgroupLimits
   below.memory = hierarchy_of(memory_dir_);
   below.pids = hierarchy_of(pids_dir_);
   below.cpu = hierarchy_of(cpu_dir_);
-  if (!cpuacct_dir_.empty()) below.cpuacct = hierarchy_of(cpuacct_dir_);
+  // cpuacct only where it shares cpu's directory (co-mounted, "cpu,cpuacct"). A hierarchy
+  // of its own would be one more move for every process joining (a spare per request), and
+  // nothing reads a nested cgroup's CPU time: its processes count in this cgroup's.
+  if (!cpuacct_dir_.empty() && cpuacct_dir_ == cpu_dir_) below.cpuacct = below.cpu;
   auto child = std::make_unique<CgroupV1>();
   ZYGO_RETURN_IF_ERROR(child->MakeDirs(below, name));
   ZYGO_RETURN_IF_ERROR(child->WriteMemoryLimit(limits.memory_bytes));
