@@ -46,6 +46,11 @@ def stdio(event):
             "binary_layer": type(sys.stdout.buffer).__name__,
             "PYTHONUNBUFFERED": os.environ.get("PYTHONUNBUFFERED")}
 
+def buffered(event):
+    sys.stdout.reconfigure(write_through=False)
+    sys.stdout.write("held in a buffer")
+    return "done"
+
 def boom(event):
     raise ValueError("bad input: " + str(event))
 
@@ -181,6 +186,26 @@ TEST_F(WarmPythonTest, StdioIsUnbufferedAndTheEnvironmentUntouched) {
   EXPECT_EQ(result["write_through"], true) << result;
   EXPECT_EQ(result["binary_layer"], "FileIO") << result;
   EXPECT_TRUE(result["PYTHONUNBUFFERED"].is_null()) << result;
+}
+
+// A function whose env sets the variable empty (unset, to Python) still gets unbuffered
+// stdio, and finds its own value in the environment.
+TEST_F(WarmPythonTest, AnEmptyPythonUnbufferedIsKept) {
+  UpHandler("stdio", "[env]\nPYTHONUNBUFFERED = \"\"\n");
+  ExecReply reply = Call("stdio");
+  ASSERT_TRUE(reply.ok) << reply.error_message;
+  const nlohmann::json result = Result(reply);
+  EXPECT_EQ(result["write_through"], true) << result;
+  EXPECT_EQ(result["PYTHONUNBUFFERED"], "") << result;
+}
+
+// The interpreter's own streams are not flushed while they write through; one a handler
+// made buffered again is, or its output would be lost.
+TEST_F(WarmPythonTest, AStreamMadeBufferedIsStillFlushed) {
+  UpHandler("buffered");
+  ExecReply reply = Call("buffered");
+  ASSERT_TRUE(reply.ok) << reply.error_message;
+  EXPECT_EQ(reply.stdout_data, "held in a buffer");
 }
 
 TEST_F(WarmPythonTest, ExceptionComesBackWithItsTraceback) {

@@ -24,8 +24,11 @@ absl::StatusOr<Interpreter> Interpreter::Start(const PythonApi& api) {
   // at once, so a request killed at its deadline keeps what it printed; and the zygote
   // never holds buffered output that a fork would copy into every child, which spares it
   // a flush per fork (measured: 20 of the zygote's 34 copy-on-write faults per fork).
-  // Set for the interpreter's start only, unless the function's env sets it itself.
-  const bool unbuffered_here = ::getenv("PYTHONUNBUFFERED") == nullptr;
+  // Set for the interpreter's start only, unless the function's env sets it itself (an
+  // empty value means unset to Python, so it is replaced for the start, then put back).
+  const char* given = ::getenv("PYTHONUNBUFFERED");
+  const bool was_unset = given == nullptr;
+  const bool unbuffered_here = was_unset || *given == '\0';
   if (unbuffered_here) ::setenv("PYTHONUNBUFFERED", "1", 1);
   api.Py_InitializeEx(0);
   Interpreter interpreter(api);
@@ -41,11 +44,25 @@ absl::StatusOr<Interpreter> Interpreter::Start(const PythonApi& api) {
   if (os) interpreter.os_environ_ = PyRef(api, api.PyObject_GetAttrString(os.get(), "environ"));
   if (!interpreter.os_environ_) return interpreter.StartupError("cannot import os");
   if (unbuffered_here) {
-    // os.environ copied the environment during the start; deleting there unsets it too.
-    if (api.PyObject_DelItemString(interpreter.os_environ_.get(), "PYTHONUNBUFFERED") != 0) {
+    // os.environ copied the environment during the start; changing it there changes the C
+    // environment too.
+    PyRef empty(api, api.PyUnicode_FromString(""));
+    PyRef key(api, api.PyUnicode_FromString("PYTHONUNBUFFERED"));
+    const int restored =
+        was_unset ? api.PyObject_DelItemString(interpreter.os_environ_.get(), "PYTHONUNBUFFERED")
+        : key && empty ? api.PyObject_SetItem(interpreter.os_environ_.get(), key.get(), empty.get())
+                       : -1;
+    if (restored != 0) {
       api.PyErr_Clear();
-      ::unsetenv("PYTHONUNBUFFERED");
+      if (was_unset)
+        ::unsetenv("PYTHONUNBUFFERED");
+      else
+        ::setenv("PYTHONUNBUFFERED", "", 1);
     }
+  }
+  for (int i = 0; i < 2; ++i) {
+    PyObject* stream = api.PySys_GetObject(i == 0 ? "__stdout__" : "__stderr__");  // Borrowed.
+    if (stream != api.None()) interpreter.std_streams_[i] = PyRef::Borrow(api, stream);
   }
   PyRef marshal(api, api.PyImport_ImportModule("marshal"));
   if (marshal) {
@@ -178,9 +195,16 @@ CallResult Interpreter::Call(PyObject* handler, PyObject* event) {
 }
 
 void Interpreter::FlushStdio() {
-  for (const char* name : {"stdout", "stderr"}) {
-    PyObject* stream = api_->PySys_GetObject(name);  // Borrowed; None when closed.
+  for (int i = 0; i < 2; ++i) {
+    PyObject* stream = api_->PySys_GetObject(i == 0 ? "stdout" : "stderr");  // Borrowed.
     if (stream == nullptr || stream == api_->None()) continue;
+    // The interpreter's own stream, still writing through (a handler may have reconfigured
+    // it): nothing is pending.
+    if (stream == std_streams_[i].get()) {
+      PyRef write_through(*api_, api_->PyObject_GetAttrString(stream, "write_through"));
+      if (write_through.get() == api_->True()) continue;
+      if (!write_through) api_->PyErr_Clear();
+    }
     PyRef flush(*api_, api_->PyObject_GetAttrString(stream, "flush"));
     PyRef done(*api_, flush ? api_->PyObject_CallObject(flush.get(), nullptr) : nullptr);
     if (!done) api_->PyErr_Clear();

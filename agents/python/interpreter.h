@@ -55,8 +55,10 @@ class Interpreter {
   // handler(event). Child side, on the request path.
   CallResult Call(PyObject* handler, PyObject* event);
 
-  // Flushes sys.stdout and sys.stderr, ignoring errors: before every fork (or children
-  // would inherit and repeat buffered output) and before a child reports.
+  // Flushes sys.stdout and sys.stderr, ignoring errors: after the zygote's imports (or its
+  // children would inherit and repeat buffered output) and before a child reports. Skips
+  // the interpreter's own streams, which are unbuffered (Start): nothing can be pending in
+  // them, and the flush calls were a dozen copy-on-write faults on a request's path.
   void FlushStdio();
 
   // Sets TMPDIR in os.environ, which putenv()s it into the C environment too, and resets
@@ -78,6 +80,7 @@ class Interpreter {
   PyRef os_environ_;
   PyRef marshal_dumps_;
   PyRef marshal_loads_;
+  PyRef std_streams_[2];  // sys.__stdout__, sys.__stderr__: unbuffered, never flushed
 };
 
 }  // namespace zygo::agents::python
