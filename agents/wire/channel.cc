@@ -163,7 +163,10 @@ absl::StatusOr<ReceivedFrame> ReceiveFrame(int fd, absl::Duration timeout) {
   // the supervisor's request path.
   thread_local const std::unique_ptr<char[]> buffer(new char[kMaxFrameSize + 1]);
   // A zero timeout is a caller that has just polled: straight to recvmsg, no second poll.
-  bool wait = timeout != absl::ZeroDuration();
+  // Waiting forever needs no poll either: a blocking recvmsg is the wait, one syscall a
+  // frame. (A socket someone made non-blocking answers EAGAIN and is then polled.)
+  const bool block = timeout == absl::InfiniteDuration();
+  bool wait = !block && timeout != absl::ZeroDuration();
   for (;;) {
     if (wait) ZYGO_RETURN_IF_ERROR(WaitReadable(fd, deadline));
     wait = true;
@@ -174,8 +177,9 @@ absl::StatusOr<ReceivedFrame> ReceiveFrame(int fd, absl::Duration timeout) {
     msg.msg_iovlen = 1;
     msg.msg_control = control;
     msg.msg_controllen = kControlSize;
-    // MSG_DONTWAIT: poll said readable, but another reader may have taken the datagram.
-    const ssize_t n = ::recvmsg(fd, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    // MSG_DONTWAIT after a poll: it said readable, but another reader may have taken the
+    // datagram.
+    const ssize_t n = ::recvmsg(fd, &msg, MSG_CMSG_CLOEXEC | (block ? 0 : MSG_DONTWAIT));
     if (n < 0) {
       if (errno == EINTR || errno == EAGAIN) continue;
       return SocketErrno(errno, absl::StrCat("recvmsg(agent socket ", fd, ")"));

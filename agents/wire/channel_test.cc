@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "agents/wire/frame.h"
@@ -246,6 +247,19 @@ TEST_F(ChannelTest, ZeroTimeoutReturnsQueuedFrame) {
   // A frame already queued is returned even with no time to wait.
   absl::StatusOr<ReceivedFrame> received = ReceiveFrame(b_.get(), absl::ZeroDuration());
   EXPECT_TRUE(received.ok()) << received.status();
+}
+
+// Waiting forever is a blocking recvmsg: a frame sent later still arrives, whole.
+TEST_F(ChannelTest, InfiniteWaitReceivesAFrameSentLater) {
+  std::thread sender([this] {
+    ::usleep(50'000);
+    ASSERT_TRUE(SendFrame(a_.get(), {MessageType::kPing, 9, "later"}, {}).ok());
+  });
+  absl::StatusOr<ReceivedFrame> received = ReceiveFrame(b_.get(), absl::InfiniteDuration());
+  sender.join();
+  ASSERT_TRUE(received.ok()) << received.status();
+  EXPECT_EQ(received->frame.request_id, 9u);
+  EXPECT_EQ(received->frame.payload, "later");
 }
 
 }  // namespace
