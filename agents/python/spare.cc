@@ -7,6 +7,7 @@
 
 #include <cstdio>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "agents/python/isolation.h"
 #include "agents/python/prefault.h"
@@ -35,6 +36,10 @@ void PythonSpareRunner::BeforeFork() { interpreter_.api().PyOS_BeforeFork(); }
 void PythonSpareRunner::AfterForkInParent() { interpreter_.api().PyOS_AfterFork_Parent(); }
 
 absl::Status PythonSpareRunner::Isolate(uint64_t spare_id) {
+  // The zygote's fds of "/" are closed here whatever fails: no request inherits them.
+  absl::Cleanup close_landlock_base = [this] {
+    if (landlock_.ok()) landlock_->entries.clear();
+  };
   const std::string tmp_dir = RequestTmpDir(spare_id);
   if (absl::Status status = MakeRequestTmpDir(tmp_dir); !status.ok()) return status;
   if (absl::Status status = interpreter_.PointTempDirAt(tmp_dir); !status.ok()) return status;
