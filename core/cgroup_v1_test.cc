@@ -67,6 +67,17 @@ class FakeCgroupV1Tree : public ::testing::Test {
     WriteAll(root_ / name / "cgroup.procs", "");
   }
 
+  // cpu and cpuacct as two hierarchies instead of one co-mounted, with `self_cgroup` as
+  // /proc/self/cgroup.
+  void SeparateCpuFromCpuacct(const std::string& self_cgroup) {
+    fs::remove(root_ / "cpu");
+    fs::remove(root_ / "cpuacct");
+    fs::remove_all(root_ / "cpu,cpuacct");
+    MakeHierarchy("cpu");
+    MakeHierarchy("cpuacct");
+    WriteAll(base_ / "self_cgroup", self_cgroup);
+  }
+
   std::unique_ptr<CgroupDriver> Probe() {
     absl::StatusOr<std::unique_ptr<CgroupDriver>> driver = ProbeCgroupDriver(options_);
     EXPECT_TRUE(driver.ok()) << driver.status();
@@ -158,12 +169,7 @@ TEST_F(FakeCgroupV1Tree, CreateChildNestsInEveryHierarchyWithItsOwnLimits) {
 // directory there, a nested cgroup does not: one move fewer per spare, and nothing reads a
 // nested cgroup's CPU time.
 TEST_F(FakeCgroupV1Tree, CreateChildSkipsACpuacctHierarchyApartFromCpu) {
-  fs::remove(root_ / "cpu");
-  fs::remove(root_ / "cpuacct");
-  fs::remove_all(root_ / "cpu,cpuacct");
-  MakeHierarchy("cpu");
-  MakeHierarchy("cpuacct");
-  WriteAll(base_ / "self_cgroup", "12:pids:/\n4:memory:/machine/abc\n3:cpu:/\n2:cpuacct:/\n0::/\n");
+  SeparateCpuFromCpuacct("12:pids:/\n4:memory:/machine/abc\n3:cpu:/\n2:cpuacct:/\n0::/\n");
   std::unique_ptr<CgroupDriver> driver = Probe();
   ASSERT_NE(driver, nullptr);
   absl::StatusOr<std::unique_ptr<Cgroup>> parent = driver->Create({});
@@ -209,12 +215,7 @@ TEST_F(FakeCgroupV1Tree, CreateWritesLimitsIntoEachHierarchy) {
 }
 
 TEST_F(FakeCgroupV1Tree, SeparateCpuacctHierarchyGetsItsOwnDirectory) {
-  fs::remove(root_ / "cpu");
-  fs::remove(root_ / "cpuacct");
-  fs::remove_all(root_ / "cpu,cpuacct");
-  MakeHierarchy("cpu");
-  MakeHierarchy("cpuacct");
-  WriteAll(base_ / "self_cgroup", "8:pids:/\n4:memory:/\n2:cpuacct:/\n1:cpu:/\n0::/\n");
+  SeparateCpuFromCpuacct("8:pids:/\n4:memory:/\n2:cpuacct:/\n1:cpu:/\n0::/\n");
   std::unique_ptr<CgroupDriver> driver = Probe();
   ASSERT_NE(driver, nullptr);
   absl::StatusOr<std::unique_ptr<Cgroup>> cgroup = driver->Create({.cpus = 2});
