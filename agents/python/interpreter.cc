@@ -46,12 +46,15 @@ absl::StatusOr<Interpreter> Interpreter::Start(const PythonApi& api) {
   if (unbuffered_here) {
     // os.environ copied the environment during the start; changing it there changes the C
     // environment too.
-    PyRef empty(api, api.PyUnicode_FromString(""));
-    PyRef key(api, api.PyUnicode_FromString("PYTHONUNBUFFERED"));
-    const int restored =
-        was_unset ? api.PyObject_DelItemString(interpreter.os_environ_.get(), "PYTHONUNBUFFERED")
-        : key && empty ? api.PyObject_SetItem(interpreter.os_environ_.get(), key.get(), empty.get())
-                       : -1;
+    PyObject* environ = interpreter.os_environ_.get();
+    int restored = -1;
+    if (was_unset) {
+      restored = api.PyObject_DelItemString(environ, "PYTHONUNBUFFERED");
+    } else {
+      PyRef key(api, api.PyUnicode_FromString("PYTHONUNBUFFERED"));
+      PyRef empty(api, api.PyUnicode_FromString(""));
+      if (key && empty) restored = api.PyObject_SetItem(environ, key.get(), empty.get());
+    }
     if (restored != 0) {
       api.PyErr_Clear();
       if (was_unset)

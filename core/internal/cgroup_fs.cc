@@ -219,7 +219,9 @@ absl::Status MakeCgroupDir(const std::string& path) {
   return made;
 }
 
-absl::Status KillCgroupMembers(const std::string& procs_file) {
+absl::Status KillCgroupMembers(const OpenCounter& member_count, const std::string& procs_file) {
+  absl::StatusOr<int64_t> members = member_count.Read(-1);
+  if (members.ok() && *members == 0) return absl::OkStatus();
   for (int attempt = 0; attempt < 1000; ++attempt) {
     absl::StatusOr<std::string> procs = base::sys::ReadFile(procs_file);
     if (!procs.ok()) {

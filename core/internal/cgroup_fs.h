@@ -115,7 +115,9 @@ absl::Status MakeCgroupDir(const std::string& path);
 // SIGKILLs every pid listed in `procs_file` (a cgroup.procs), re-reading it until it is
 // empty, for up to 1 s: a member may fork while the others are being killed. Only
 // members of that cgroup are signalled.
-absl::Status KillCgroupMembers(const std::string& procs_file);
+// `member_count` (pids.current, held open) is read first: after most requests nothing is
+// left, and then the list, an open of its own, is not read at all.
+absl::Status KillCgroupMembers(const OpenCounter& member_count, const std::string& procs_file);
 
 // rmdir(path), retrying EBUSY for up to 1 s: a cgroup cannot be removed while it has
 // members, and a child that was just reaped can stay listed briefly while the kernel

@@ -214,13 +214,9 @@ absl::StatusOr<std::unique_ptr<Cgroup>> CgroupV1::CreateChild(const CgroupLimits
   return std::unique_ptr<Cgroup>(std::move(child));
 }
 
-// Every member is in the pids hierarchy's directory, so one list names them all. Its count
-// comes first: after most requests nothing is left, and the count is one held file where
-// the list is an open of its own.
+// Every member is in the pids hierarchy's directory, so one count and one list name them all.
 absl::Status CgroupV1::KillAll() {
-  absl::StatusOr<int64_t> members = pids_current_.Read(-1);
-  if (members.ok() && *members == 0) return absl::OkStatus();
-  return KillCgroupMembers(absl::StrCat(pids_dir_, "/cgroup.procs"));
+  return KillCgroupMembers(pids_current_, absl::StrCat(pids_dir_, "/cgroup.procs"));
 }
 
 absl::StatusOr<CgroupUsage> CgroupV1::ReadLimitHits() const {

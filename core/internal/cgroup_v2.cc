@@ -176,11 +176,8 @@ absl::StatusOr<CgroupUsage> CgroupV2::ReadUsage() const {
   return usage;
 }
 
-// The count first: after most requests nothing is left, and it is one held file.
 absl::Status CgroupV2::KillAll() {
-  absl::StatusOr<int64_t> members = pids_current_.Read(-1);
-  if (members.ok() && *members == 0) return absl::OkStatus();
-  return KillCgroupMembers(absl::StrCat(dir_, "/cgroup.procs"));
+  return KillCgroupMembers(pids_current_, absl::StrCat(dir_, "/cgroup.procs"));
 }
 
 // cgroup.kill (Linux 5.14) SIGKILLs every process inside at once, so that rmdir does
