@@ -14,6 +14,7 @@
 #include "bench/background_process.h"
 #include "bench/other_work.h"
 #include "bench/request_dump.h"
+#include "bench/steadiness.h"
 #include "bench/timed_spawn.h"
 #include "bench/warm_peer.h"
 #include "bench/warm_report.h"
@@ -28,6 +29,7 @@ constexpr char kBench[] = "warm";
 // One schedule's results for the two sides compared.
 struct Compared {
   std::string label;
+  double rate = 0;  // requests per second
   OpenLoopResult a, b;
 };
 
@@ -44,7 +46,7 @@ void Append(OpenLoopResult* into, OpenLoopResult part) {
 // side, in order.
 absl::StatusOr<Compared> RunAbba(const std::string& label, int requests, double rate,
                                  const CallFn& a, const CallFn& b) {
-  Compared out{label, {}, {}};
+  Compared out{label, rate, {}, {}};
   const int half = requests / 2;
   const int rest = requests - half;
   if (half > 0) {
@@ -83,6 +85,29 @@ std::string ForkFloorLine(int forks) {
       "host fork()+wait() floor: p50 %.0f us, p99 %.0f us (%d forks of this bench process, "
       "timed from fork to reap)",
       s->p50, s->p99, forks);
+}
+
+// How steady the host was during each schedule, zygo's side (a) and the peer's (b).
+std::string SteadinessLines(const std::vector<Compared>& runs) {
+  std::string out =
+      "steadiness: the median latency of each window of sends, lowest-highest (a wide spread "
+      "means the host's own speed moved during the run, and the p99/p50 bars with it)\n";
+  for (const Compared& run : runs) {
+    const int64_t window_ns = SteadinessWindowNs(run.rate);
+    // At least half the requests a full window holds: the halves' edges are part-filled.
+    const int min_requests = std::max(1, static_cast<int>(run.rate * window_ns / 2e9));
+    absl::StatusOr<Steadiness> a =
+        MeasureSteadiness(run.a.latency_ms, run.a.sent_ns, window_ns, min_requests);
+    absl::StatusOr<Steadiness> b =
+        MeasureSteadiness(run.b.latency_ms, run.b.sent_ns, window_ns, min_requests);
+    if (a.ok() && b.ok()) {
+      absl::StrAppend(&out, "  ", FormatSteadiness(run.label, window_ns, *a, *b), "\n");
+    } else {
+      absl::StrAppend(&out, "  ", run.label, ": not measured (",
+                      (a.ok() ? b.status() : a.status()).message(), ")\n");
+    }
+  }
+  return out;
 }
 
 void PrintPhaseNote() {
@@ -175,6 +200,7 @@ absl::StatusOr<int> MeasureAgainstPeer(const WarmOptions& options, SupervisorSes
   printf("\n%s\n%s", FormatLatencyTable(rows).c_str(), FormatPhaseTable(phase_rows).c_str());
   PrintPhaseNote();
   printf("%s\n%s\n", other_line.c_str(), ForkFloorLine(options.forks).c_str());
+  printf("%s", SteadinessLines(runs).c_str());
   ZYGO_RETURN_IF_ERROR(MaybeDump(options.dump, dumped));
   printf("\n");
   for (size_t i = 0; i + 1 < rows.size(); i += 2) {

@@ -1,6 +1,7 @@
 // Runs the real `zygo bench warm --quick` and checks it reports what it must: the host,
-// both schedules for zygo and the peer, the phase table, the fork floor, the ratios,
-// every bar and the --dump file. Never its speed: PASS and FAIL are both a bench that worked.
+// both schedules for zygo and the peer, the phase table, the fork floor, the host's
+// steadiness, the ratios, every bar and the --dump file. Never its speed: PASS and FAIL
+// are both a bench that worked.
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -40,6 +41,15 @@ TEST(WarmBenchSmoke, ReportsSchedulesPhasesFloorPeerAndBars) {
   EXPECT_TRUE(Has(out, "\nphases \\(us\\) +fork +admit +run +reply +total\n")) << out;
   EXPECT_TRUE(Has(out, "\n250/s open loop +p50( +[0-9]+){5}\n +p99( +[0-9]+){5}\n")) << out;
   EXPECT_TRUE(Has(out, "\nhost fork\\(\\)\\+wait\\(\\) floor: p50 [0-9]+ us, p99 [0-9]+ us"))
+      << out;
+  // Steadiness: --quick's 300 requests fill a 1 s window per half; its 20 spaced ones
+  // fill no 5 s window, and the line says so rather than printing a median of a few.
+  EXPECT_TRUE(Has(out,
+                  "\n  250/s open loop, 1 s windows: zygo [0-9.]+-[0-9.]+ ms \\([0-9.]+x, "
+                  "[0-9]+ windows?\\), peer [0-9.]+-[0-9.]+ ms"))
+      << out;
+  EXPECT_TRUE(
+      Has(out, "\n  100 ms apart: not measured \\(no window of 5\\.0 s held 25 requests\\)"))
       << out;
   EXPECT_TRUE(Has(out, "\nzygo / peer \\(250/s open loop\\): p50 [0-9.]+x")) << out;
   // --dump: a header and a line per timed request, 300 + 20 on each side.
