@@ -17,7 +17,8 @@ The warm path: a Python function whose module imports sixteen standard modules, 
 then requests on one keep-alive connection to the supervisor's HTTP API: an open-loop
 schedule (--requests at --rate per second; a request whose slot passed is sent at once),
 then --slow-requests spaced --slow-interval-ms apart. Reports client p50/p99, the
-supervisor's per-phase times, the host's bare fork()+wait() floor, and the same schedules
+supervisor's per-phase times, the host's bare fork()+wait() floor, how steady the host was
+(the lowest and highest median latency over windows of the run), and the same schedules
 against the peer: a plain Python server that forks per request (bench/prefork_peer.py).
 
 With --pool: a runtime pool preloading the same modules; --scripts distinct scripts are
