@@ -2,6 +2,7 @@
 #include "bench/steadiness.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 #include "absl/strings/str_format.h"
@@ -28,12 +29,13 @@ absl::StatusOr<Steadiness> MeasureSteadiness(const std::vector<double>& latency_
     windows[(sent_ns[i] - origin) / window_ns].push_back(latency_ms[i]);
   }
   Steadiness out;
+  out.lowest_p50_ms = std::numeric_limits<double>::infinity();
   for (auto& [index, latencies] : windows) {
     if (static_cast<int>(latencies.size()) < min_requests) continue;
     std::sort(latencies.begin(), latencies.end());
     const double p50 = NearestRankPercentile(latencies, 50);
-    out.lowest_p50_ms = out.windows == 0 ? p50 : std::min(out.lowest_p50_ms, p50);
-    out.highest_p50_ms = out.windows == 0 ? p50 : std::max(out.highest_p50_ms, p50);
+    out.lowest_p50_ms = std::min(out.lowest_p50_ms, p50);
+    out.highest_p50_ms = std::max(out.highest_p50_ms, p50);
     ++out.windows;
   }
   if (out.windows == 0) {

@@ -31,7 +31,8 @@ absl::StatusOr<Steadiness> MeasureSteadiness(const std::vector<double>& latency_
 // hold 50 requests when they are sparser than that.
 int64_t SteadinessWindowNs(double rate);
 
-// "250/s open loop, 1 s windows: zygo 0.24-0.29 ms (1.21x), peer 1.24-1.29 ms (1.04x)".
+// "250/s open loop, 1 s windows: zygo 0.240-0.290 ms (1.21x, 12 windows), peer
+// 1.240-1.290 ms (1.04x, 12 windows)".
 std::string FormatSteadiness(const std::string& schedule, int64_t window_ns, const Steadiness& zygo,
                              const Steadiness& peer);
 
