@@ -123,6 +123,19 @@ absl::Status ApplyOciImage(RunOptions& options, bool verbose) {
   return absl::OkStatus();
 }
 
+// --explain-denials: one line naming every refused call, with how many times.
+void PrintDenials(const core::Outcome& outcome) {
+  if (outcome.seccomp_denials.empty()) {
+    fprintf(stderr, "zygo: seccomp refused no call\n");
+    return;
+  }
+  std::string line;
+  for (const core::Outcome::SeccompDenial& denial : outcome.seccomp_denials) {
+    absl::StrAppend(&line, line.empty() ? "" : ", ", denial.name, " x", denial.count);
+  }
+  fprintf(stderr, "zygo: seccomp refused (EPERM): %s\n", line.c_str());
+}
+
 // Writes --outcome if asked; a failure to write is zygo's own failure.
 int Report(const RunOptions& options, const core::Outcome& outcome, bool verbose) {
   if (verbose) {
@@ -130,6 +143,14 @@ int Report(const RunOptions& options, const core::Outcome& outcome, bool verbose
             outcome.start_ms, outcome.run_ms);
   }
   if (!outcome.error.empty()) fprintf(stderr, "zygo: %s\n", outcome.error.c_str());
+  if (outcome.seccomp_kill.has_value()) {
+    const core::Outcome::SeccompKill& kill = *outcome.seccomp_kill;
+    fprintf(stderr,
+            "zygo: %s killed: it called %s (%s), which the sandbox's seccomp filter refuses\n",
+            kill.command ? "the command was" : "a process of the sandbox was", kill.name.c_str(),
+            kill.arch.c_str());
+  }
+  if (outcome.denials_explained) PrintDenials(outcome);
   if (!options.outcome_path.empty()) {
     absl::Status written = core::WriteOutcomeFile(options.outcome_path, outcome);
     if (!written.ok()) return Fail(written);

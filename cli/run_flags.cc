@@ -26,6 +26,7 @@ enum LongOnly {
   kVerbose,
   kTmpSize,
   kAllowHostNet,
+  kExplainDenials,
   kPull,
   kTlsVerify,
   kRequirements,
@@ -47,6 +48,7 @@ const struct option kOptions[] = {
     {"tmp-size", required_argument, nullptr, kTmpSize},
     {"allow-unlimited", no_argument, nullptr, kAllowUnlimited},
     {"allow-host-net", no_argument, nullptr, kAllowHostNet},
+    {"explain-denials", no_argument, nullptr, kExplainDenials},
     {"net", required_argument, nullptr, kNet},
     {"allow", required_argument, nullptr, kAllow},
     {"pull", required_argument, nullptr, kPull},
@@ -140,6 +142,9 @@ absl::Status ApplyOption(int option, const char* value, RunOptions* options) {
       return absl::OkStatus();
     case kAllowUnlimited:
       spec.allow_unlimited = true;
+      return absl::OkStatus();
+    case kExplainDenials:
+      spec.explain_denials = true;
       return absl::OkStatus();
     case kAllowHostNet:
       spec.allow_host_net = true;
@@ -289,7 +294,11 @@ Flags:
                         may resolve and connect to; repeatable
       --allow-host-net  share the host's network (alone, it means --net host)
       --outcome FILE    write how the run ended as JSON (status, exit_code, timed_out,
-                        oom_killed, peak_rss_kb, wall_ms, timings, limits)
+                        oom_killed, peak_rss_kb, wall_ms, timings, limits, and the
+                        call a process was killed for: seccomp_kill)
+      --explain-denials refused syscalls still fail (EPERM), and are also counted by
+                        name: printed to stderr at the end, and in --outcome
+                        (seccomp_denials)
       --dry-run         print the plan and run nothing (with --json: as JSON)
       --json            JSON output for --dry-run
       --verbose         print "timing: plan X ms start Y ms run Z ms" to stderr
@@ -308,7 +317,8 @@ An image whose Python stdlib has no .pyc files runs from a root with them, compi
 once on first use (ZYGO_BYTECODE=0 turns this off; a failed build is a warning).
 
 Exit codes: the command's own; 128+N when signal N ended it; 137 when the deadline or
-the OOM killer killed it; 125 when zygo itself failed; 126 not executable;
+the OOM killer killed it; 159 (128+SIGSYS) when a call from a foreign ABI (i386's
+int 0x80, x32) got it killed; 125 when zygo itself failed; 126 not executable;
 127 not found.
 )";
 }

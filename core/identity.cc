@@ -29,28 +29,38 @@ absl::Status WriteProcFile(pid_t pid, const char* name, const std::string& conte
   return absl::OkStatus();
 }
 
+// "INSIDE OUTSIDE 1", and "0 0 1" first when root is mapped too (lines may not overlap,
+// and they never do: the second is only written for an id other than 0).
+std::string IdMap(uint32_t inside, uint32_t outside, bool map_root_too) {
+  std::string map = absl::StrCat(inside, " ", outside, " 1\n");
+  if (map_root_too && inside != 0) map = absl::StrCat("0 0 1\n", map);
+  return map;
+}
+
 }  // namespace
 
 IdentityPlan BuildIdentityPlan(uint32_t uid, uint32_t gid) {
   IdentityPlan plan;
   plan.uid = uid;
   plan.gid = gid;
-  plan.host_uid = geteuid();
-  plan.host_gid = getegid();
-  plan.can_setgroups = plan.host_uid == 0;
+  const bool root = geteuid() == 0;
+  plan.host_uid = root ? uid : geteuid();
+  plan.host_gid = root ? gid : getegid();
+  plan.map_root_too = root && (uid != 0 || gid != 0);
+  plan.can_setgroups = root;
   return plan;
 }
 
 absl::Status WriteIdMapsFromParent(pid_t pid, const IdentityPlan& plan) {
   absl::Status status =
-      WriteProcFile(pid, "uid_map", absl::StrCat(plan.uid, " ", plan.host_uid, " 1\n"));
+      WriteProcFile(pid, "uid_map", IdMap(plan.uid, plan.host_uid, plan.map_root_too));
   if (!status.ok()) return status;
   if (!plan.can_setgroups) {
     // user_namespaces(7): an unprivileged gid_map needs setgroups denied first.
     status = WriteProcFile(pid, "setgroups", "deny");
     if (!status.ok()) return status;
   }
-  return WriteProcFile(pid, "gid_map", absl::StrCat(plan.gid, " ", plan.host_gid, " 1\n"));
+  return WriteProcFile(pid, "gid_map", IdMap(plan.gid, plan.host_gid, plan.map_root_too));
 }
 
 ChildFailure SetIdsInChild(const IdentityPlan& plan) {
@@ -64,13 +74,16 @@ ChildFailure SetIdsInChild(const IdentityPlan& plan) {
   return ChildFailure::Ok();
 }
 
-ChildFailure DropPrivilegesInChild() {
-  // Bounding set first: it needs CAP_SETPCAP, which the capset below removes.
+ChildFailure DropBoundingSetInChild() {
   for (int cap = 0; cap <= 63; ++cap) {
     if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL) {
       return {LaunchStep::kDropCapabilities, errno, cap};
     }
   }
+  return ChildFailure::Ok();
+}
+
+ChildFailure DropPrivilegesInChild() {
   if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0) {
     return {LaunchStep::kDropCapabilities, errno};
   }

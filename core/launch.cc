@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/audit.h>
 #include <linux/sched.h>
 #include <poll.h>
 #include <signal.h>
@@ -11,8 +12,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -21,8 +24,11 @@
 #include "core/base/status_macros.h"
 #include "core/base/sys/process.h"
 #include "core/base/unique_fd.h"
+#include "core/init/init_layout.h"
+#include "core/init_binary.h"
 #include "core/launch_step.h"
 #include "core/sandbox_child.h"
+#include "core/seccomp_policy.h"
 
 namespace zygo::core {
 namespace {
@@ -36,18 +42,26 @@ double MsSince(Clock::time_point start, Clock::time_point end = Clock::now()) {
   return std::chrono::duration<double, std::milli>(end - start).count();
 }
 
-// NULL-terminated char* views of the plan's strings, made before clone so the child
-// never allocates.
+// zygo-init's argv (core/init/init_layout.h) and the command's environment, as
+// NULL-terminated char* views made before clone, so the child never allocates.
 struct ExecArrays {
-  std::vector<char*> argv, envp;
-  std::vector<const char*> candidates;
-  explicit ExecArrays(const Plan& plan) {
-    for (const std::string& arg : plan.spec.argv) argv.push_back(const_cast<char*>(arg.c_str()));
+  std::string inherited_count, candidate_count;
+  std::vector<char*> init_argv, envp;
+  ExecArrays(const Plan& plan, size_t inherited)
+      : inherited_count(std::to_string(std::min<size_t>(inherited, init::kMaxInheritedFds))),
+        candidate_count(std::to_string(plan.exec_candidates.size())) {
+    init_argv.push_back(const_cast<char*>(init::kInitName));
+    init_argv.push_back(inherited_count.data());
+    init_argv.push_back(candidate_count.data());
+    for (const std::string& path : plan.exec_candidates) {
+      init_argv.push_back(const_cast<char*>(path.c_str()));
+    }
+    for (const std::string& arg : plan.spec.argv) {
+      init_argv.push_back(const_cast<char*>(arg.c_str()));
+    }
     for (const std::string& var : plan.env) envp.push_back(const_cast<char*>(var.c_str()));
-    for (const std::string& path : plan.exec_candidates) candidates.push_back(path.c_str());
-    argv.push_back(nullptr);
+    init_argv.push_back(nullptr);
     envp.push_back(nullptr);
-    candidates.push_back(nullptr);
   }
 };
 
@@ -67,8 +81,11 @@ struct ChildReports {
   int exec_errno = 0;
   bool exec_started = false;
   Clock::time_point exec_time;
+  pid_t command_pid = 0;  // as the sandbox's pid namespace numbers it
   bool exited = false;
   int wait_status = 0;
+  std::optional<ChildRecord> seccomp_kill;  // the first; a process is killed once
+  std::vector<ChildRecord> seccomp_denials;
 
   // Reads one record; false at EOF.
   bool ReadOne(int fd) {
@@ -90,6 +107,14 @@ struct ChildReports {
       case ChildRecordKind::kExecStarted:
         exec_started = true;
         exec_time = Clock::now();
+        command_pid = record.value;
+        break;
+      case ChildRecordKind::kSeccompKilled:
+        if (!seccomp_kill.has_value()) seccomp_kill = record;
+        break;
+      case ChildRecordKind::kSeccompDenied:
+        // zygo-init sends at most one per syscall number, and only these numbers.
+        if (seccomp_denials.size() < 1024) seccomp_denials.push_back(record);
         break;
       case ChildRecordKind::kExited:
         exited = true;
@@ -134,7 +159,7 @@ class Run {
       : plan_(plan),
         owned_cgroup_(std::move(cgroup)),
         cgroup_(options.cgroup != nullptr ? options.cgroup : owned_cgroup_.get()),
-        exec_(plan),
+        exec_(plan, options.inherit_fds.size()),
         options_(options) {
     for (int fd : options.inherit_fds) inherit_fds_.push_back(fd);
     inherit_fds_.push_back(-1);
@@ -150,6 +175,7 @@ class Run {
 
   absl::StatusOr<Outcome> Execute() {
     start_ = Clock::now();
+    ZYGO_ASSIGN_OR_RETURN(init_fd_, InitBinaryFd());
     ZYGO_RETURN_IF_ERROR(MakePipe(&go_read_, &go_write_));
     ZYGO_RETURN_IF_ERROR(MakePipe(&report_read_, &report_write_));
     if (options_.forward_signals) ZYGO_RETURN_IF_ERROR(BlockForwardedSignals());
@@ -201,12 +227,13 @@ class Run {
                               (plan_.namespaces & CLONE_NEWNET) != 0,
                               plan_.spec.hostname.c_str(),
                               plan_.spec.workdir.c_str(),
-                              exec_.argv.data(),
+                              init_fd_,
+                              exec_.init_argv.data(),
                               exec_.envp.data(),
-                              exec_.candidates.data(),
                               close_fds,
                               inherit_fds_.data(),
-                              options_.stdio_fds};
+                              options_.stdio_fds,
+                              plan_.spec.explain_denials};
     long pid = base::sys::RawClone3(&args);
     if (pid == 0) RunSandboxChild(child);
     if (pid < 0) {
@@ -335,26 +362,57 @@ class Run {
                                                                   : strerror(reports_.exec_errno));
       return;
     }
+    AddSeccompReports(outcome);
     // The command's own status when the init reported it; else the init's.
     int status = reports_.exited ? reports_.wait_status : init_status;
+    bool command_killed = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
     if (timed_out_) {
       outcome->status = OutcomeStatus::kTimeout;
       outcome->exit_code = 137;
       outcome->signal = SIGKILL;
-    } else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && outcome->oom_killed) {
-      outcome->status = OutcomeStatus::kOom;
-      outcome->exit_code = 137;
-      outcome->signal = SIGKILL;
-    } else if (WIFSIGNALED(status)) {
-      outcome->status = OutcomeStatus::kSignaled;
+      return;
+    }
+    if (command_killed && outcome->seccomp_kill.has_value() && outcome->seccomp_kill->command) {
+      // Killed by zygo-init for the call, as the kernel would have with SIGSYS.
+      outcome->status = OutcomeStatus::kSeccompKilled;
+      outcome->signal = SIGSYS;
+      outcome->exit_code = 128 + SIGSYS;
+      return;
+    }
+    if (WIFSIGNALED(status)) {
       outcome->signal = WTERMSIG(status);
-      outcome->exit_code = 128 + outcome->signal;
+      outcome->exit_code = command_killed && outcome->oom_killed ? 137 : 128 + outcome->signal;
+      outcome->status = OutcomeStatus::kSignaled;
     } else {
       outcome->exit_code = WEXITSTATUS(status);
       outcome->status = outcome->exit_code == 0 ? OutcomeStatus::kOk : OutcomeStatus::kNonzeroExit;
     }
-    if (counted.pids_max_hits > 0 && !timed_out_ && outcome->status != OutcomeStatus::kOom) {
+    // What happened to any process of the run, even one the command outlived, is the
+    // run's status, so status and the flags beside it always agree; the exit code stays
+    // the command's own.
+    if (outcome->seccomp_kill.has_value()) {
+      outcome->status = OutcomeStatus::kSeccompKilled;
+    } else if (outcome->oom_killed) {
+      outcome->status = OutcomeStatus::kOom;
+    } else if (counted.pids_max_hits > 0) {
       outcome->status = OutcomeStatus::kPidsLimit;
+    }
+  }
+
+  void AddSeccompReports(Outcome* outcome) const {
+    if (reports_.seccomp_kill.has_value()) {
+      const ChildRecord& kill = *reports_.seccomp_kill;
+      const uint32_t arch = static_cast<uint32_t>(kill.err);
+      outcome->seccomp_kill =
+          Outcome::SeccompKill{kill.step, SyscallName(arch, kill.step), ArchName(arch, kill.step),
+                               kill.value == reports_.command_pid};
+    }
+    outcome->denials_explained = plan_.spec.explain_denials;
+    for (const ChildRecord& denial : reports_.seccomp_denials) {
+      outcome->seccomp_denials.push_back({denial.step < 0
+                                              ? std::string("syscalls past 511")
+                                              : SyscallName(AUDIT_ARCH_X86_64, denial.step),
+                                          denial.value});
     }
   }
 
@@ -366,6 +424,7 @@ class Run {
   std::vector<int> inherit_fds_;  // -1-terminated, for the child
   UniqueFd go_read_, go_write_, report_read_, report_write_, signal_fd_, pidfd_;
   std::vector<UniqueFd> tasks_files_;  // v1: the child writes itself into these
+  int init_fd_ = -1;                   // zygo-init's memfd, owned by init_binary.cc
   pid_t pid_ = -1;
   bool reaped_ = false;
   bool timed_out_ = false;

@@ -12,6 +12,8 @@ const char* StepName(LaunchStep step) {
       return "write(cgroup tasks, \"0\")";
     case LaunchStep::kCgroupNamespace:
       return "unshare(CLONE_NEWCGROUP)";
+    case LaunchStep::kUsernsLimits:
+      return "write /proc/sys/user limits of the sandbox's user namespace";
     case LaunchStep::kMountPrivate:
       return "mount(/, MS_REC|MS_PRIVATE)";
     case LaunchStep::kMountStaging:
@@ -26,7 +28,8 @@ const char* StepName(LaunchStep step) {
       return "umount2(old root, MNT_DETACH)";
     case LaunchStep::kRootReadOnly:
       return "mount_setattr(/, MOUNT_ATTR_RDONLY)";
-    case LaunchStep::kLoopback: return "bring up lo";
+    case LaunchStep::kLoopback:
+      return "bring up lo";
     case LaunchStep::kHostname:
       return "sethostname";
     case LaunchStep::kRlimits:
@@ -51,6 +54,12 @@ const char* StepName(LaunchStep step) {
       return "fork the command";
     case LaunchStep::kExecPipe:
       return "pipe2 for exec status";
+    case LaunchStep::kInitFds:
+      return "place zygo-init's fds";
+    case LaunchStep::kExecInit:
+      return "execveat(zygo-init)";
+    case LaunchStep::kInitSignals:
+      return "signalfd in zygo-init";
   }
   return "unknown step";
 }

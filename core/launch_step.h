@@ -10,6 +10,7 @@ enum class LaunchStep : int {
   kDeathSignal,
   kCgroupAttach,
   kCgroupNamespace,
+  kUsernsLimits,
   kMountPrivate,
   kMountStaging,
   kPivotToStaging,
@@ -30,6 +31,9 @@ enum class LaunchStep : int {
   kSession,
   kForkCommand,
   kExecPipe,
+  kInitFds,      // placing the fds zygo-init starts with (core/init/init_layout.h)
+  kExecInit,     // execveat of zygo-init
+  kInitSignals,  // zygo-init's signalfd
 };
 
 // A short human name for the step ("pivot_root into the image root").

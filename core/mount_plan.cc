@@ -1,5 +1,6 @@
 #include "core/mount_plan.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/mount.h>
 #include <sys/mount.h>
@@ -7,6 +8,8 @@
 #include <unistd.h>
 
 #include <set>
+#include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -211,9 +214,31 @@ absl::Status EnsureMountpoint(PlanWriter& w, const ImageRoot& root, absl::string
   return absl::OkStatus();
 }
 
+// The OCI masks, and every file directly under /proc that only root may read (kpageflags,
+// kpagecount, kpagecgroup, slabinfo, vmallocinfo, pagetypeinfo, kmsg, ... whatever this
+// kernel has): a sandbox's root is the host's root when zygo runs as root, and these show
+// the host's physical memory layout and kernel allocations.
+std::vector<std::string> MaskedProcPaths() {
+  std::set<std::string> paths(std::begin(kMaskedProcPaths), std::end(kMaskedProcPaths));
+  if (DIR* proc = opendir("/proc")) {
+    while (const dirent* entry = readdir(proc)) {
+      // Processes' directories (digits) and dot entries are never such files.
+      if (entry->d_name[0] == '.' || (entry->d_name[0] >= '0' && entry->d_name[0] <= '9')) continue;
+      struct stat st;
+      if (fstatat(dirfd(proc), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      if (S_ISREG(st.st_mode) && (st.st_mode & S_IROTH) == 0) {
+        paths.insert(absl::StrCat("/proc/", entry->d_name));
+      }
+    }
+    closedir(proc);
+  }
+  return {paths.begin(), paths.end()};
+}
+
 void AddProc(PlanWriter& w) {
   w.Proc("/proc");
-  for (const char* path : kMaskedProcPaths) {
+  for (const std::string& masked : MaskedProcPaths()) {
+    const char* path = masked.c_str();
     struct stat st;
     if (stat(path, &st) != 0) continue;  // same kernel inside and out
     if (S_ISDIR(st.st_mode)) {

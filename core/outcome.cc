@@ -31,6 +31,8 @@ const char* OutcomeStatusName(OutcomeStatus status) {
       return "oom";
     case OutcomeStatus::kPidsLimit:
       return "pids_limit";
+    case OutcomeStatus::kSeccompKilled:
+      return "seccomp_killed";
     case OutcomeStatus::kSetupError:
       return "setup_error";
   }
@@ -70,6 +72,19 @@ std::string OutcomeToJson(const Outcome& o) {
       {"network", {{"mode", o.net_mode}, {"allow", o.allow}}},
   };
   if (!o.error.empty()) json["error"] = o.error;
+  if (o.seccomp_kill.has_value()) {
+    json["seccomp_kill"] = {{"syscall", o.seccomp_kill->name},
+                            {"number", o.seccomp_kill->syscall},
+                            {"arch", o.seccomp_kill->arch},
+                            {"command", o.seccomp_kill->command}};
+  }
+  if (o.denials_explained) {
+    nlohmann::ordered_json denials = nlohmann::ordered_json::array();
+    for (const Outcome::SeccompDenial& denial : o.seccomp_denials) {
+      denials.push_back({{"syscall", denial.name}, {"count", denial.count}});
+    }
+    json["seccomp_denials"] = denials;
+  }
   return json.dump(2) + "\n";
 }
 

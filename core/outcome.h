@@ -4,6 +4,7 @@
 #define ZYGO_CORE_OUTCOME_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,13 +13,14 @@
 namespace zygo::core {
 
 enum class OutcomeStatus {
-  kOk,           // exited 0
-  kNonzeroExit,  // exited with another code
-  kSignaled,     // a signal ended it (not Zygo's, not the OOM killer's)
-  kTimeout,      // Zygo's deadline killed it
-  kOom,          // the kernel's OOM killer killed it inside the memory limit
-  kPidsLimit,    // it hit the pids limit (fork failed with EAGAIN)
-  kSetupError,   // Zygo could not start it (or the command was not found/executable)
+  kOk,             // exited 0
+  kNonzeroExit,    // exited with another code
+  kSignaled,       // a signal ended it (not Zygo's, not the OOM killer's)
+  kTimeout,        // Zygo's deadline killed it
+  kOom,            // the kernel's OOM killer killed it inside the memory limit
+  kPidsLimit,      // it hit the pids limit (fork failed with EAGAIN)
+  kSeccompKilled,  // a process of it was killed for a call the seccomp filter refuses
+  kSetupError,     // Zygo could not start it (or the command was not found/executable)
 };
 
 const char* OutcomeStatusName(OutcomeStatus status);
@@ -37,6 +39,22 @@ struct Outcome {
   double start_ms = 0;  // clone until the command's execve succeeded
   double run_ms = 0;    // execve until the sandbox's init was reaped
   std::string error;    // for kSetupError: which step failed and why
+
+  // The call a process was killed for (kSeccompKilled): a foreign ABI's (i386, x32).
+  struct SeccompKill {
+    int syscall = 0;
+    std::string name;      // "mmap", or "syscall N" when libseccomp does not know it
+    std::string arch;      // "i386", "x32"
+    bool command = false;  // the command itself (else a process it started)
+  };
+  std::optional<SeccompKill> seccomp_kill;
+  // --explain-denials: every call the allowlist refused, by name, with how many times.
+  struct SeccompDenial {
+    std::string name;
+    int64_t count = 0;
+  };
+  bool denials_explained = false;
+  std::vector<SeccompDenial> seccomp_denials;
 
   // The limits as applied.
   int64_t memory_bytes = 0;

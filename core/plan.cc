@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "core/base/status_macros.h"
+#include "core/init/init_layout.h"
 #include "core/seccomp_compiled.h"
 
 namespace zygo::core {
@@ -115,11 +116,17 @@ absl::StatusOr<Plan> BuildPlan(const Spec& spec) {
   plan.landlock = BuildLandlockPlan(ProbeLandlockAbi(), plan.mounts.writable_paths);
   plan.seccomp = CompiledSeccompPrograms();
   plan.rlimits = DefaultRlimits();
+  plan.userns_limits = DefaultUsernsLimits();
   plan.cgroup_limits = {spec.memory_bytes, spec.pids_limit, spec.cpus};
   plan.env = BuildEnvironment(spec);
   plan.exec_candidates = ExecCandidates(spec.argv[0], plan.env);
   if (plan.exec_candidates.empty()) {
     return absl::InvalidArgumentError("the image's PATH names no absolute directory");
+  }
+  if (plan.exec_candidates.size() > static_cast<size_t>(init::kMaxCandidates)) {
+    return absl::InvalidArgumentError(absl::StrCat("PATH lists ", plan.exec_candidates.size(),
+                                                   " directories; at most ", init::kMaxCandidates,
+                                                   " are searched"));
   }
   plan.namespaces = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC |
                     CLONE_NEWUTS | CLONE_NEWCGROUP;

@@ -15,6 +15,7 @@
 #include "core/rlimits.h"
 #include "core/seccomp_policy.h"
 #include "core/spec.h"
+#include "core/userns_limits.h"
 
 namespace zygo::core {
 
@@ -25,6 +26,7 @@ struct Plan {
   LandlockPlan landlock;
   SeccompPrograms seccomp;
   std::vector<Rlimit> rlimits;
+  std::vector<UsernsLimit> userns_limits;
   CgroupLimits cgroup_limits;
   std::vector<std::string> env;              // the whole environment, KEY=VALUE
   std::vector<std::string> exec_candidates;  // argv[0] resolved against the image's PATH

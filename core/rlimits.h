@@ -1,4 +1,5 @@
-// Resource limits set with setrlimit in the child: no core dumps, a bounded fd table.
+// Resource limits set with setrlimit in the child: no core dumps, a bounded fd table, and
+// small shares of the per-user counters a sandbox shares with the host user it maps to.
 #ifndef ZYGO_CORE_RLIMITS_H_
 #define ZYGO_CORE_RLIMITS_H_
 
@@ -17,7 +18,7 @@ struct Rlimit {
   rlim_t hard;
 };
 
-// Parent side: the defaults every sandbox gets.
+// Parent side: the limits every sandbox gets, each lowered to the caller's own hard limit.
 std::vector<Rlimit> DefaultRlimits();
 
 // Child side.

@@ -6,25 +6,21 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-#include <algorithm>
 
 #include "core/base/child_report.h"
 #include "core/base/sys/netdevice.h"
 #include "core/base/sys/process.h"
 #include "core/identity.h"
+#include "core/init/init_layout.h"
 #include "core/landlock.h"
 #include "core/mounts.h"
 #include "core/rlimits.h"
 #include "core/seccomp_policy.h"
+#include "core/userns_limits.h"
 
 namespace zygo::core {
 namespace {
-
-using base::ChildRecordKind;
 
 [[noreturn]] void Fail(const SandboxChildArgs& args, const ChildFailure& failure) {
   base::FailChildStep(args.report_fd, static_cast<int>(failure.step), failure.err, failure.detail);
@@ -55,12 +51,14 @@ void JoinCgroupsV1(const SandboxChildArgs& args) {
   }
 }
 
-// Everything between clone and the fork of the command, in the order that works:
-// mounts need CAP_SYS_ADMIN in the new user namespace, so they come before the
-// capabilities go; Landlock needs no_new_privs; seccomp comes last because the
-// allowlist refuses the setup calls above.
-void SetUpSandbox(const SandboxChildArgs& args) {
+// Everything between clone and zygo-init, in the order that works: mounts need
+// CAP_SYS_ADMIN in the new user namespace, so they come before the capabilities go;
+// Landlock needs no_new_privs; seccomp comes last because the allowlist refuses the
+// setup calls above. Returns the seccomp listener, or -1.
+int SetUpSandbox(const SandboxChildArgs& args) {
   const Plan& plan = *args.plan;
+  // First: the host's /proc is still this process's /proc.
+  FailIf(args, ApplyUsernsLimitsInChild(plan.userns_limits));
   if (args.cgroup_tasks_fds[0] >= 0) {
     // A namespace made now has the sandbox's own cgroup as its root.
     FailIfErrno(args, LaunchStep::kCgroupNamespace, unshare(CLONE_NEWCGROUP) != 0);
@@ -74,103 +72,54 @@ void SetUpSandbox(const SandboxChildArgs& args) {
   }
   FailIf(args, ApplyRlimitsInChild(plan.rlimits));
   FailIfErrno(args, LaunchStep::kWorkdir, chdir(args.workdir) != 0);
+  FailIf(args, DropBoundingSetInChild());
   FailIf(args, SetIdsInChild(plan.identity));
   // A new session: the sandbox has no controlling terminal to push input into.
   FailIfErrno(args, LaunchStep::kSession, setsid() < 0);
   FailIf(args, DropPrivilegesInChild());
   FailIf(args, ApplyLandlockInChild(plan.landlock));
-  FailIf(args, InstallSeccompInChild(plan.seccomp));
+  int listener = -1;
+  FailIf(args, InstallSeccompInChild(plan.seccomp, args.explain_denials, &listener));
+  return listener;
 }
 
-[[noreturn]] void ExecCommand(const SandboxChildArgs& args, int exec_fd) {
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
-  // Ignored signals survive execve; the command starts with every default.
-  struct sigaction default_action = {};
-  default_action.sa_handler = SIG_DFL;
-  for (int sig = 1; sig < NSIG; ++sig) {
-    if (sig != SIGKILL && sig != SIGSTOP) sigaction(sig, &default_action, nullptr);
-  }
-  // Only 0, 1, 2 and the inherited fds (as 3, 4, ...) cross into the command. Each is
-  // first copied above every low number, so that placing one never overwrites another
-  // (or the exec pipe) that happens to sit at its target number.
-  exec_fd = fcntl(exec_fd, F_DUPFD_CLOEXEC, 64);
-  int moved_stdio[3];
+// Puts every fd zygo-init starts with at its place (core/init/init_layout.h) and marks
+// everything else close-on-exec, so only those cross into the init. Each source is first
+// copied above every low number, so that placing one never overwrites another that
+// happens to sit at its target. Returns the report fd to use until the exec.
+int PlaceInitFds(const SandboxChildArgs& args, int listener, int* init_fd) {
+  constexpr int kCopies = 64;
+  struct Placement {
+    int source;
+    int target;
+  } placements[3 + init::kMaxInheritedFds + 2];
+  int count = 0;
   for (int i = 0; i < 3; ++i) {
-    moved_stdio[i] = args.stdio_fds[i] >= 0 ? fcntl(args.stdio_fds[i], F_DUPFD_CLOEXEC, 64) : -1;
+    if (args.stdio_fds[i] >= 0) placements[count++] = {args.stdio_fds[i], i};
   }
-  int moved[kMaxInheritedFds];
   int inherited = 0;
-  for (const int* fd = args.inherit_fds; *fd >= 0 && inherited < kMaxInheritedFds; ++fd) {
-    moved[inherited++] = fcntl(*fd, F_DUPFD_CLOEXEC, 64);
+  for (const int* fd = args.inherit_fds; *fd >= 0 && inherited < init::kMaxInheritedFds; ++fd) {
+    placements[count++] = {*fd, init::kFirstInheritedFd + inherited++};
   }
-  for (int i = 0; i < 3; ++i) {
-    if (moved_stdio[i] >= 0) dup2(moved_stdio[i], i);
+  placements[count++] = {args.report_fd, init::ReportFd(inherited)};
+  if (listener >= 0) placements[count++] = {listener, init::ListenerFd(inherited)};
+  *init_fd = fcntl(*init_fd, F_DUPFD_CLOEXEC, kCopies);
+  int report = fcntl(args.report_fd, F_DUPFD_CLOEXEC, kCopies);
+  if (*init_fd < 0 || report < 0) Fail(args, {LaunchStep::kInitFds, errno});
+  for (int i = 0; i < count; ++i) {
+    placements[i].source = fcntl(placements[i].source, F_DUPFD_CLOEXEC, kCopies);
+    if (placements[i].source < 0)
+      base::FailChildStep(report, static_cast<int>(LaunchStep::kInitFds), errno, i);
   }
-  for (int i = 0; i < inherited; ++i) {
-    if (moved[i] < 0 || dup2(moved[i], 3 + i) < 0) {
-      int err = errno;
-      while (write(exec_fd, &err, sizeof(err)) < 0 && errno == EINTR) {
-      }
-      _exit(127);
+  for (int i = 0; i < count; ++i) {
+    if (dup2(placements[i].source, placements[i].target) < 0) {
+      base::FailChildStep(report, static_cast<int>(LaunchStep::kInitFds), errno, i);
     }
   }
-  base::sys::RawCloseRangeCloexec(static_cast<unsigned>(3 + inherited));
-  int err = ENOENT;
-  for (const char* const* path = args.candidates; *path != nullptr; ++path) {
-    execve(*path, args.argv, args.envp);
-    // execvp(3)'s rule: keep looking past ENOENT/ENOTDIR, remember EACCES.
-    if (errno == EACCES) {
-      err = EACCES;
-    } else if (errno != ENOENT && errno != ENOTDIR) {
-      err = errno;
-      break;
-    }
-  }
-  while (write(exec_fd, &err, sizeof(err)) < 0 && errno == EINTR) {
-  }
-  _exit(127);
-}
-
-// Waits for the exec pipe to close (exec worked) or carry an errno (it did not).
-void ReportExec(const SandboxChildArgs& args, int exec_read_fd) {
-  int err = 0;
-  ssize_t n;
-  do {
-    n = read(exec_read_fd, &err, sizeof(err));
-  } while (n < 0 && errno == EINTR);
-  close(exec_read_fd);
-  if (n == sizeof(err)) {
-    base::WriteChildRecord(args.report_fd, ChildRecordKind::kExecFailed, 0, err, 0);
-  } else {
-    base::WriteChildRecord(args.report_fd, ChildRecordKind::kExecStarted, 0, 0, 0);
-  }
-}
-
-// The init's loop: reap everything, forward signals to the command, report the
-// command's status and exit, which kills whatever the command left behind.
-[[noreturn]] void SuperviseCommand(const SandboxChildArgs& args, pid_t command) {
-  sigset_t waited;
-  ForwardedSignals(&waited);
-  sigaddset(&waited, SIGCHLD);
-  for (;;) {
-    siginfo_t info;
-    int sig = sigwaitinfo(&waited, &info);
-    if (sig < 0) continue;
-    if (sig != SIGCHLD) {
-      kill(command, sig);
-      continue;
-    }
-    int status;
-    pid_t pid;
-    while ((pid = wait4(-1, &status, WNOHANG, nullptr)) > 0) {
-      if (pid == command) {
-        base::WriteChildRecord(args.report_fd, ChildRecordKind::kExited, 0, 0, status);
-        _exit(0);
-      }
-    }
-  }
+  int last = listener >= 0 ? init::ListenerFd(inherited) : init::ReportFd(inherited);
+  int rc = base::sys::RawCloseRangeCloexec(static_cast<unsigned>(last + 1));
+  if (rc < 0) base::FailChildStep(report, static_cast<int>(LaunchStep::kInitFds), -rc);
+  return report;
 }
 
 }  // namespace
@@ -198,31 +147,13 @@ void RunSandboxChild(const SandboxChildArgs& args) {
   close(args.go_fd);
   JoinCgroupsV1(args);
 
-  SetUpSandbox(args);
-
-  sigset_t blocked;
-  ForwardedSignals(&blocked);
-  sigaddset(&blocked, SIGCHLD);
-  sigprocmask(SIG_BLOCK, &blocked, nullptr);
-  int exec_pipe[2];
-  FailIfErrno(args, LaunchStep::kExecPipe, pipe2(exec_pipe, O_CLOEXEC) != 0);
-  long pid = syscall(SYS_clone, SIGCHLD, nullptr, nullptr, nullptr, 0);
-  FailIfErrno(args, LaunchStep::kForkCommand, pid < 0);
-  if (pid == 0) {
-    close(exec_pipe[0]);
-    ExecCommand(args, exec_pipe[1]);
-  }
-  close(exec_pipe[1]);
-  // The init keeps no fd but its report and exec pipes: a copy of an inherited socket, or
-  // of any other fd the (multi-threaded) parent had open at clone, would hide the
-  // command's exit from that fd's peer.
-  unsigned low = static_cast<unsigned>(std::min(args.report_fd, exec_pipe[0]));
-  unsigned high = static_cast<unsigned>(std::max(args.report_fd, exec_pipe[0]));
-  if (low > 3) base::sys::RawCloseRange(3, low - 1);
-  if (high > low + 1) base::sys::RawCloseRange(low + 1, high - 1);
-  base::sys::RawCloseRange(high + 1, ~0U);
-  ReportExec(args, exec_pipe[0]);
-  SuperviseCommand(args, static_cast<pid_t>(pid));
+  int listener = SetUpSandbox(args);
+  int init_fd = args.init_fd;
+  int report = PlaceInitFds(args, listener, &init_fd);
+  // The last step of this copy of the parent: from here on pid 1 is zygo-init, whose
+  // memory holds nothing of the parent's. PR_SET_PDEATHSIG survives the exec.
+  int rc = base::sys::RawExecveat(init_fd, args.init_argv, args.envp);
+  base::FailChildStep(report, static_cast<int>(LaunchStep::kExecInit), -rc);
 }
 
 }  // namespace zygo::core

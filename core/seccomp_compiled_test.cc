@@ -19,6 +19,8 @@ TEST(CompiledSeccompPrograms, MatchTheLibseccompBuild) {
   ASSERT_TRUE(built.ok()) << built.status();
   SeccompPrograms compiled = CompiledSeccompPrograms();
   EXPECT_TRUE(SameProgram(compiled.allowlist, built->allowlist));
+  EXPECT_TRUE(SameProgram(compiled.allowlist_without_listener, built->allowlist_without_listener));
+  EXPECT_TRUE(SameProgram(compiled.explaining_allowlist, built->explaining_allowlist));
   EXPECT_TRUE(SameProgram(compiled.argument_denials, built->argument_denials));
   EXPECT_EQ(compiled.allowed_syscalls, built->allowed_syscalls);
   EXPECT_EQ(compiled.denied_examples, built->denied_examples);

@@ -62,6 +62,9 @@ struct Spec {
 
   // Run without a cgroup when none can be made (rootless without delegation).
   bool allow_unlimited = false;
+  // Every call the seccomp allowlist refuses is still refused (EPERM), and also counted
+  // by name into the outcome (zygo run --explain-denials).
+  bool explain_denials = false;
   // Share the host's network namespace instead of a loopback-only one of its own.
   bool allow_host_net = false;
   NetMode net = NetMode::kNone;

@@ -1,5 +1,5 @@
-// Privileges: capabilities, setuid binaries, TIOCSTI terminal injection, fds and
-// environment crossing into the sandbox.
+// Privileges: capabilities, setuid binaries, setuid files and devices made through
+// volumes, TIOCSTI terminal injection, fds and environment crossing into the sandbox.
 #include <fcntl.h>
 #include <pty.h>
 #include <stdlib.h>
@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -49,6 +50,88 @@ TEST(PrivilegeEscape, SetuidBinaryGainsNothing) {
       RunProbe({"setuid-gain", "/suid/probe"}, {"-u", "1000", "-v", dir + ":/suid:ro"});
   EXPECT_EQ(Verdict(attempt, "setuid-gain"), "denied EPERM") << attempt.out << attempt.err;
   std::filesystem::remove_all(dir);
+}
+
+// A directory the test owns, bound read-write: as root, the sandbox's root is the host's,
+// so a setuid-root file made there would be one on the host for any user to run.
+class RwVolume : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "as root the sandbox's uid 0 is the host's";
+    dir_ = "/tmp/zygo-rwvol-XXXXXX";
+    ASSERT_NE(mkdtemp(dir_.data()), nullptr);
+    chmod(dir_.c_str(), 0777);
+  }
+  void TearDown() override {
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+  std::vector<std::string> Volume() const { return {"-v", dir_ + ":/vol:rw"}; }
+  std::string dir_;
+};
+
+TEST_F(RwVolume, NoSetuidOrSetgidFileIsMade) {
+  // Control: on the host, the same probe in the same directory makes a setuid file.
+  RunResult control = RunProbeOnHost({"chmod-setid", dir_, "4755"});
+  ASSERT_EQ(Verdict(control, "chmod-setid"), "allowed") << control.out << control.err;
+  // Control inside: an ordinary mode change works.
+  RunResult plain = RunProbe({"chmod-setid", "/vol", "0750"}, Volume());
+  ASSERT_EQ(Verdict(plain, "chmod-setid"), "allowed") << plain.out << plain.err;
+  for (const char* mode : {"4755", "2755", "6755"}) {
+    for (const std::vector<std::string>& user :
+         {std::vector<std::string>{}, std::vector<std::string>{"-u", "1000"}}) {
+      std::vector<std::string> flags = Volume();
+      flags.insert(flags.end(), user.begin(), user.end());
+      RunResult attempt = RunProbe({"chmod-setid", "/vol", mode, "keep"}, flags);
+      EXPECT_EQ(Verdict(attempt, "chmod-setid"), "denied EPERM") << mode << attempt.out;
+    }
+  }
+  // Seen from the host: no file in the volume has either bit.
+  for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
+    struct stat st {};
+    ASSERT_EQ(stat(entry.path().c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & (S_ISUID | S_ISGID), 0u) << entry.path();
+  }
+}
+
+// The other way to a setuid file: create it with the bits, then write the binary into it.
+// The kernel clears S_ISUID on a write by a process without CAP_FSETID, which no sandbox
+// has. (On the host, as root, the bit stays: the control.)
+TEST_F(RwVolume, ACreatedSetuidFileLosesTheBitWhenWritten) {
+  RunResult control = RunProbeOnHost({"create-setuid", dir_});
+  ASSERT_EQ(Verdict(control, "create-setuid"), "allowed") << control.out << control.err;
+  RunResult attempt = RunProbe({"create-setuid", "/vol"}, Volume());
+  EXPECT_EQ(Verdict(attempt, "create-setuid"), "denied EPERM") << attempt.out << attempt.err;
+}
+
+TEST_F(RwVolume, NoDeviceNodeOrFileCapabilityIsMade) {
+  for (const char* type : {"char", "block"}) {
+    RunResult control = RunProbeOnHost({"mknod-type", dir_, type});
+    ASSERT_EQ(Verdict(control, "mknod-type"), "allowed") << type << control.out;
+    RunResult attempt = RunProbe({"mknod-type", "/vol", type}, Volume());
+    EXPECT_EQ(Verdict(attempt, "mknod-type"), "denied EPERM") << type << attempt.out;
+  }
+  RunResult fifo = RunProbe({"mknod-type", "/vol", "fifo"}, Volume());
+  EXPECT_EQ(Verdict(fifo, "mknod-type"), "allowed") << fifo.out << fifo.err;
+  RunResult caps_control = RunProbeOnHost({"set-file-caps", dir_});
+  ASSERT_EQ(Verdict(caps_control, "set-file-caps"), "allowed") << caps_control.out;
+  RunResult caps = RunProbe({"set-file-caps", "/vol"}, Volume());
+  EXPECT_EQ(Verdict(caps, "set-file-caps"), "denied EPERM") << caps.out << caps.err;
+}
+
+// -u N means host uid N as root, as it does in docker: a file the sandbox makes in a
+// volume belongs to N, not to root. (Rootless, every uid inside is the caller's own.)
+TEST_F(RwVolume, UserFlagMapsToTheSameHostUser) {
+  RunResult as_root = RunZygo(Volume(), "host", {"/bin/touch", "/vol/made-by-root"});
+  ASSERT_EQ(as_root.exit_code, 0) << as_root.err;
+  RunResult as_user = RunZygo({"-v", dir_ + ":/vol:rw", "-u", "1234:2345"}, "host",
+                              {"/bin/touch", "/vol/made-by-1234"});
+  ASSERT_EQ(as_user.exit_code, 0) << as_user.err;
+  struct stat st {};
+  ASSERT_EQ(stat((dir_ + "/made-by-root").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u);
+  ASSERT_EQ(stat((dir_ + "/made-by-1234").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 1234u);
+  EXPECT_EQ(st.st_gid, 2345u);
 }
 
 // TIOCSTI pushes bytes into a terminal's input: the classic sandbox escape through a

@@ -12,13 +12,19 @@ namespace zygo::base {
 enum class ChildRecordKind : int32_t {
   kSetupFailed = 1,  // step + err: a setup step failed; the child exits.
   kExecFailed = 2,   // err: execve of the command failed (ENOENT -> 127, else 126).
-  kExecStarted = 3,  // the command's execve succeeded.
+  kExecStarted = 3,  // value: the command (its pid in the sandbox); its execve succeeded.
   kExited = 4,       // value: the command's wait status.
+  // step: the syscall number, err: its AUDIT_ARCH, value: the process (as the sandbox's
+  // pid namespace numbers it) that the init killed for a call from a foreign ABI.
+  kSeccompKilled = 5,
+  // step: a syscall number (-1: one past the init's table), value: how many calls of it
+  // the allowlist refused. Sent before kExited, only when the run explains its denials.
+  kSeccompDenied = 6,
 };
 
 struct ChildRecord {
   ChildRecordKind kind;
-  int32_t step;   // a launch step id, meaningful for kSetupFailed.
+  int32_t step;   // a launch step id, meaningful for kSetupFailed (see the kinds above).
   int32_t err;    // errno, meaningful for kSetupFailed and kExecFailed.
   int32_t value;  // wait status for kExited; the failing item for kSetupFailed.
 };

@@ -26,10 +26,18 @@ int main() {
   printf("#include \"core/seccomp_compiled.h\"\n\n#include <iterator>\n\n");
   printf("namespace zygo::core {\nnamespace {\n\n");
   PrintProgram("kAllowlist", programs->allowlist);
+  PrintProgram("kAllowlistWithoutListener", programs->allowlist_without_listener);
+  PrintProgram("kExplainingAllowlist", programs->explaining_allowlist);
   PrintProgram("kArgumentDenials", programs->argument_denials);
   printf("}  // namespace\n\nSeccompPrograms CompiledSeccompPrograms() {\n");
   printf("  SeccompPrograms programs;\n");
   printf("  programs.allowlist.assign(std::begin(kAllowlist), std::end(kAllowlist));\n");
+  printf(
+      "  programs.allowlist_without_listener.assign(std::begin(kAllowlistWithoutListener), "
+      "std::end(kAllowlistWithoutListener));\n");
+  printf(
+      "  programs.explaining_allowlist.assign(std::begin(kExplainingAllowlist), "
+      "std::end(kExplainingAllowlist));\n");
   printf(
       "  programs.argument_denials.assign(std::begin(kArgumentDenials), "
       "std::end(kArgumentDenials));\n");

@@ -4,6 +4,7 @@
 #define ZYGO_CORE_BASE_SYS_PROCESS_H_
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -60,6 +61,13 @@ inline int RawCloseRangeCloexec(unsigned first) {
   constexpr unsigned kCloseRangeCloexec = 1U << 2;  // CLOSE_RANGE_CLOEXEC, Linux 5.11.
   int rc = static_cast<int>(::syscall(SYS_close_range, first, ~0U, kCloseRangeCloexec));
   return rc < 0 ? -errno : 0;
+}
+
+// execveat(fd, "", argv, envp, AT_EMPTY_PATH): runs the program `fd` holds. Returns only
+// on failure, with -errno.
+inline int RawExecveat(int fd, char* const* argv, char* const* envp) {
+  ::syscall(SYS_execveat, fd, "", argv, envp, AT_EMPTY_PATH);
+  return -errno;
 }
 
 // close_range(first, last, 0). Async-signal-safe; returns 0 or -errno.
