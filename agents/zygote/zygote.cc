@@ -1,5 +1,5 @@
 // The zygote's event loop over the zygote channel and a SIGCHLD signalfd.
-#include "agents/python/zygote.h"
+#include "agents/zygote/zygote.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -12,17 +12,19 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
-#include "agents/python/isolation.h"
+#include "agents/isolation/isolation.h"
 #include "agents/wire/channel.h"
 #include "agents/wire/messages.h"
 #include "core/base/errno_status.h"
 #include "core/base/unique_fd.h"
 
-namespace zygo::agents::python {
+namespace zygo::agents::zygote {
 namespace {
 
 using base::ErrnoStatus;
 using base::UniqueFd;
+using isolation::RemoveTree;
+using isolation::RequestTmpDir;
 
 sigset_t ChildSignalSet() {
   sigset_t set;
@@ -144,7 +146,7 @@ class Zygote {
       const uint64_t spare_id = spare->second;
       spares_.erase(spare);
       if (absl::Status removed = RemoveTree(RequestTmpDir(spare_id)); !removed.ok()) {
-        std::fprintf(stderr, "zygo-agent-python: %s\n", removed.ToString().c_str());
+        std::fprintf(stderr, "zygote: %s\n", removed.ToString().c_str());
       }
       if (!Reply(ReapedDone(spare_id, wstatus))) return absl::OkStatus();  // EOF comes next.
     }
@@ -186,4 +188,4 @@ absl::Status RunZygote(int channel_fd, SpareRunner& runner) {
   return zygote.Run();
 }
 
-}  // namespace zygo::agents::python
+}  // namespace zygo::agents::zygote

@@ -1,7 +1,8 @@
-// The zygote loop: waits on the zygote channel and SIGCHLD; forks a spare per Spawn, and
-// reports each reaped spare as Done(spare id, exit status) after removing its temp dir.
-#ifndef ZYGO_AGENTS_PYTHON_ZYGOTE_H_
-#define ZYGO_AGENTS_PYTHON_ZYGOTE_H_
+// The zygote loop every agent runs: waits on the zygote channel and SIGCHLD; forks a spare
+// per Spawn, and reports each reaped spare as Done(spare id, exit status) after removing
+// its temp dir (agents/isolation). What a spare does is the agent's SpareRunner.
+#ifndef ZYGO_AGENTS_ZYGOTE_ZYGOTE_H_
+#define ZYGO_AGENTS_ZYGOTE_ZYGOTE_H_
 
 #include <sys/types.h>
 
@@ -9,7 +10,7 @@
 
 #include "absl/status/status.h"
 
-namespace zygo::agents::python {
+namespace zygo::agents::zygote {
 
 // What a spare is told when it starts.
 struct SpareContext {
@@ -40,6 +41,6 @@ absl::Status BlockChildSignal();
 // Error and the loop goes on; only losing the channel or the signalfd ends it with an error.
 absl::Status RunZygote(int channel_fd, SpareRunner& runner);
 
-}  // namespace zygo::agents::python
+}  // namespace zygo::agents::zygote
 
-#endif  // ZYGO_AGENTS_PYTHON_ZYGOTE_H_
+#endif  // ZYGO_AGENTS_ZYGOTE_ZYGOTE_H_
