@@ -17,9 +17,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "agents/conformance/agent_process.h"
+#include "agents/isolation/isolation.h"
 #include "agents/wire/channel.h"
 #include "agents/wire/messages.h"
-#include "core/base/sys/landlock.h"
 #include "core/base/unique_fd.h"
 
 namespace zygo::agents::exec {
@@ -28,11 +28,7 @@ namespace {
 using base::UniqueFd;
 using conformance::AgentProcess;
 using conformance::Spare;
-
-int LandlockAbi() {
-  const int abi = base::sys::RawLandlockAbiVersion();
-  return abi < 0 ? 0 : abi;
-}
+using isolation::LandlockAbi;
 
 std::string TmpDirOf(const Spare& spare) { return absl::StrCat("/tmp/zygo-req-", spare.id); }
 

@@ -17,13 +17,9 @@
 namespace zygo::agents::exec {
 namespace {
 
-// Exit statuses of a spare that never ran its command; the zygote reports them in Done.
-enum SpareExit : int {
+// Exit statuses of a spare that never ran its command, beside zygote::SpareExit's.
+enum ExecExit : int {
   kSetupFailed = 1,
-  kZygoteGone = 3,
-  kNoChannel = 4,
-  kForkedNotSent = 5,
-  kChildChannelBroken = 6,
   kCannotExecute = 126,
   kNotFound = 127,
 };
@@ -58,23 +54,13 @@ absl::Status ExecSpareRunner::Isolate(uint64_t spare_id) {
 
 void ExecSpareRunner::RunSpare(const zygote::SpareContext& context) {
   // Right away rather than last: a zygote dying while this spare prepares takes it along.
-  if (!isolation::DieWithParent(context.zygote_pid).ok()) ::_exit(kZygoteGone);
-  auto channel = wire::MakeAgentSocketPair();
-  if (!channel.ok()) ::_exit(kNoChannel);
-  const int handed = channel->second.get();
-  absl::StatusOr<wire::Frame> forked =
-      wire::Encode(wire::ForkedMessage{context.spare_id, ::getpid()});
-  if (!forked.ok() || !wire::SendFrame(context.zygote_channel, *forked, {&handed, 1}).ok()) {
-    ::_exit(kForkedNotSent);
-  }
-  // Only the zygote talks on the zygote channel from now on; the supervisor alone holds
-  // the other end of the child channel.
-  ::close(context.zygote_channel);
-  channel->second.Reset();
+  if (!isolation::DieWithParent(context.zygote_pid).ok()) ::_exit(zygote::kSpareZygoteGone);
+  absl::StatusOr<base::UniqueFd> channel = zygote::AnnounceSpare(context);
+  if (!channel.ok()) ::_exit(zygote::kSpareNotAnnounced);
   // Isolation before anything else may run: the supervisor sends nothing but Join until
   // the request, and the command runs only after the Run.
   const absl::Status setup = Isolate(context.spare_id);
-  ServeChildChannel(channel->first.get(), setup);
+  ServeChildChannel(channel->get(), setup);
 }
 
 void ExecSpareRunner::ServeChildChannel(int channel, const absl::Status& setup) {
@@ -112,7 +98,7 @@ void ExecSpareRunner::ServeChildChannel(int channel, const absl::Status& setup) 
     const uint64_t id = received.ok() ? received->frame.request_id : 0;
     absl::StatusOr<wire::Frame> error = wire::Encode(wire::ErrorMessage{
         id, status.code(), Head(std::string(status.message()), wire::kMaxErrorMessageSize)});
-    if (!error.ok() || !wire::SendFrame(channel, *error, {}).ok()) ::_exit(kChildChannelBroken);
+    if (!error.ok() || !wire::SendFrame(channel, *error, {}).ok()) ::_exit(zygote::kSpareChannelBroken);
   }
 }
 

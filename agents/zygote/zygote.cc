@@ -173,6 +173,22 @@ class Zygote {
 
 }  // namespace
 
+absl::StatusOr<UniqueFd> AnnounceSpare(const SpareContext& context) {
+  auto channel = wire::MakeAgentSocketPair();
+  if (!channel.ok()) return channel.status();
+  const int handed = channel->second.get();
+  absl::StatusOr<wire::Frame> forked =
+      wire::Encode(wire::ForkedMessage{context.spare_id, ::getpid()});
+  if (!forked.ok()) return forked.status();
+  if (absl::Status sent = wire::SendFrame(context.zygote_channel, *forked, {&handed, 1});
+      !sent.ok()) {
+    return sent;
+  }
+  ::close(context.zygote_channel);
+  channel->second.Reset();
+  return std::move(channel->first);
+}
+
 absl::Status BlockChildSignal() {
   const sigset_t set = ChildSignalSet();
   if (::sigprocmask(SIG_BLOCK, &set, nullptr) != 0)

@@ -9,8 +9,17 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/base/unique_fd.h"
 
 namespace zygo::agents::zygote {
+
+// Exit statuses of a spare that could not even start; the zygote reports them in Done.
+enum SpareExit : int {
+  kSpareZygoteGone = 3,     // DieWithParent failed: the zygote is gone already
+  kSpareNotAnnounced = 5,   // AnnounceSpare failed
+  kSpareChannelBroken = 6,  // its child channel failed before a Run
+};
 
 // What a spare is told when it starts.
 struct SpareContext {
@@ -31,6 +40,13 @@ class SpareRunner {
   // returns: it _exits.
   [[noreturn]] virtual void RunSpare(const SpareContext& context) = 0;
 };
+
+// A spare's first message, the same in every agent: makes its child channel and sends
+// Forked(spare id, getpid()) with the other end on the zygote channel (the kernel's
+// credentials on that frame, not its payload, tell the supervisor which process it is),
+// then closes the zygote channel and the handed end: only the zygote talks on the one, only
+// the supervisor holds the other. Returns the spare's end. Child side, after DieWithParent.
+absl::StatusOr<base::UniqueFd> AnnounceSpare(const SpareContext& context);
 
 // Blocks SIGCHLD in the calling thread, for the zygote's signalfd. Call first thing in
 // main, before any runtime starts threads, so every thread inherits the mask.
