@@ -19,7 +19,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "core/base/sys/landlock.h"
+#include "core/landlock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "security_tests/supervisor_process.h"
@@ -30,11 +30,6 @@ namespace {
 
 constexpr char kExecFunction[] = "tenant-exec";
 constexpr char kPythonFunction[] = "tenant-py";
-
-int LandlockAbi() {
-  const int abi = base::sys::RawLandlockAbiVersion();
-  return abi < 0 ? 0 : abi;
-}
 
 std::string RandomHex() {
   std::random_device random;
@@ -62,7 +57,7 @@ class WarmRequestIsolationTest : public ::testing::Test {
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "needs root (cgroups for the supervisor)";
     if (access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "needs /usr/bin/python3";
-    if (LandlockAbi() < 1) {
+    if (core::ProbeLandlockAbi() < 1) {
       GTEST_SKIP() << "the kernel has no Landlock: warm requests are not apart from each other";
     }
     // Short: the sockets' paths must fit in sun_path.
@@ -107,18 +102,18 @@ class WarmRequestIsolationTest : public ::testing::Test {
   }
 
   // One victim request of `function` holding fresh secrets, and while it holds, one
-  // attacker request of the same function. `kill_zygote`: "0" or "KILL".
-  Attack Run(const std::string& function, const std::string& kill_zygote = "0") {
+  // attacker request of the same function; fails unless both answered and the victim
+  // held while the attacker came. `kill_zygote`: "0" or "KILL".
+  void Run(const std::string& function, const std::string& kill_zygote, Attack* attack) {
     const bool exec = function == kExecFunction;
     const std::string memory_secret = "zygo-memory-secret-" + RandomHex();
     // Only a re-exec'd command can hold its own environment; a Python request shares its
     // zygote's.
     const std::string environ_secret = exec ? "zygo-environ-secret-" + RandomHex() : "";
-    Attack attack;
     // Its own connection: ApiClient keeps one and is not for two threads.
     std::thread victim([&] {
       cli::ApiClient client(supervisor_->api().socket_path());
-      attack.victim = Answer(
+      attack->victim = Answer(
           client.Call({"POST", absl::StrCat("/v1/functions/", function, "/exec"),
                        nlohmann::json({{"mode", "hold"},
                                        {"memory_secret", memory_secret},
@@ -128,13 +123,31 @@ class WarmRequestIsolationTest : public ::testing::Test {
                        "application/json"}),
           exec);
     });
-    attack.attacker = Answer(supervisor_->Exec(function, {{"mode", "attack"},
-                                                          {"memory_secret", memory_secret},
-                                                          {"environ_secret", environ_secret},
-                                                          {"kill_zygote", kill_zygote}}),
-                             exec);
+    attack->attacker = Answer(supervisor_->Exec(function, {{"mode", "attack"},
+                                                           {"memory_secret", memory_secret},
+                                                           {"environ_secret", environ_secret},
+                                                           {"kill_zygote", kill_zygote}}),
+                              exec);
     victim.join();
-    return attack;
+    ASSERT_FALSE(attack->attacker.contains("request_failed") || attack->attacker.contains("error"))
+        << attack->attacker;
+    ASSERT_FALSE(attack->victim.contains("request_failed")) << attack->victim;
+    EXPECT_GT(attack->victim.value("held", 0), 0) << attack->victim;
+    EXPECT_EQ(attack->victim["saw_attacker"], true) << attack->victim;
+  }
+
+  // Each attempt on the sibling is refused as `refused` says, beside the same attempt on
+  // the attacker's own child, which gets through as `succeeded` says.
+  struct Pair {
+    std::string attempt, succeeded, refused;
+  };
+  static void ExpectApart(const Attack& attack, std::initializer_list<Pair> pairs) {
+    for (const Pair& pair : pairs) {
+      EXPECT_EQ(attack.attacker["own_child"][pair.attempt], pair.succeeded)
+          << pair.attempt << " on its own child: " << attack.attacker;
+      EXPECT_EQ(attack.attacker["sibling"][pair.attempt], pair.refused)
+          << pair.attempt << " on the sibling: " << attack.attacker;
+    }
   }
 
   // How many times `function`'s zygote came up.
@@ -153,68 +166,50 @@ class WarmRequestIsolationTest : public ::testing::Test {
 };
 
 TEST_F(WarmRequestIsolationTest, AWarmExecRequestCannotReadASiblingsMemoryOrEnvironment) {
-  const Attack attack = Run(kExecFunction);
-  SCOPED_TRACE(attack.attacker.dump());
-  ASSERT_FALSE(attack.attacker.contains("request_failed") || attack.attacker.contains("error"));
-  // Controls: the probe finds both secrets in its own child.
-  EXPECT_EQ(attack.attacker["own_child"]["mem"], "found");
-  EXPECT_EQ(attack.attacker["own_child"]["environ"], "found");
-  // The sibling's and the zygote's memory: ptrace access is refused across Landlock domains.
-  EXPECT_EQ(attack.attacker["sibling"]["mem"], "EACCES");
-  EXPECT_EQ(attack.attacker["sibling"]["environ"], "EACCES");
-  EXPECT_EQ(attack.attacker["zygote"]["mem"], "EACCES");
-  // The victim held the secrets meanwhile, and saw the attacker.
-  EXPECT_GT(attack.victim.value("held", 0), 0) << attack.victim;
-  EXPECT_EQ(attack.victim["saw_attacker"], true) << attack.victim;
+  Attack attack;
+  ASSERT_NO_FATAL_FAILURE(Run(kExecFunction, "0", &attack));
+  // Ptrace access, which /proc/PID/mem and environ go through, is refused across Landlock
+  // domains; the own child is in the attacker's.
+  ExpectApart(attack, {{"mem", "found", "EACCES"}, {"environ", "found", "EACCES"}});
+  EXPECT_EQ(attack.attacker["zygote"]["mem"], "EACCES") << attack.attacker;
 }
 
 TEST_F(WarmRequestIsolationTest, AWarmExecRequestCannotTouchASiblingsTmpDir) {
-  const Attack attack = Run(kExecFunction);
-  SCOPED_TRACE(attack.attacker.dump());
-  ASSERT_FALSE(attack.attacker.contains("request_failed") || attack.attacker.contains("error"));
-  EXPECT_EQ(attack.attacker["own_child"]["write"], "written");
-  EXPECT_EQ(attack.attacker["own_child"]["read"], "read");
+  Attack attack;
+  ASSERT_NO_FATAL_FAILURE(Run(kExecFunction, "0", &attack));
   // The victim's dir is its own TMPDIR, found by the name the victim gave itself.
-  EXPECT_EQ(attack.attacker["sibling"]["dir"], attack.victim["dir"]);
   EXPECT_TRUE(absl::StartsWith(attack.victim.value("dir", ""), "/tmp/zygo-req-")) << attack.victim;
-  EXPECT_EQ(attack.attacker["sibling"]["write"], "EACCES");
-  EXPECT_EQ(attack.attacker["sibling"]["read"], "EACCES");
+  EXPECT_EQ(attack.attacker["sibling"]["dir"], attack.victim["dir"]) << attack.attacker;
+  ExpectApart(attack, {{"write", "written", "EACCES"}, {"read", "read", "EACCES"}});
   EXPECT_EQ(attack.victim["dir_now"], nlohmann::json::array({"secret"})) << attack.victim;
 }
 
 // Landlock's signal scoping (ABI 6): a request's signals stay inside its own domain.
 TEST_F(WarmRequestIsolationTest, AWarmExecRequestCannotSignalASiblingOrKillItsZygote) {
-  if (LandlockAbi() < 6) {
-    GTEST_SKIP() << "Landlock ABI " << LandlockAbi()
+  if (core::ProbeLandlockAbi() < 6) {
+    GTEST_SKIP() << "Landlock ABI " << core::ProbeLandlockAbi()
                  << " < 6 has no signal scoping: a warm-exec request can still signal its "
                     "siblings and its zygote";
   }
-  const Attack probe = Run(kExecFunction, "0");
-  SCOPED_TRACE(probe.attacker.dump());
-  ASSERT_FALSE(probe.attacker.contains("request_failed") || probe.attacker.contains("error"));
-  EXPECT_EQ(probe.attacker["own_child"]["signal0"], "sent");
-  EXPECT_EQ(probe.attacker["sibling"]["signal0"], "EPERM");
-  EXPECT_EQ(probe.attacker["zygote"]["kill"], "EPERM");
+  Attack probe;
+  ASSERT_NO_FATAL_FAILURE(Run(kExecFunction, "0", &probe));
+  ExpectApart(probe, {{"signal0", "sent", "EPERM"}});
+  EXPECT_EQ(probe.attacker["zygote"]["kill"], "EPERM") << probe.attacker;
 
-  // SIGKILL (harmless if it got through: only this test's function would die).
-  const Attack kill = Run(kExecFunction, "KILL");
-  SCOPED_TRACE(kill.attacker.dump());
-  ASSERT_FALSE(kill.attacker.contains("request_failed") || kill.attacker.contains("error"));
-  EXPECT_EQ(kill.attacker["own_child"]["kill"], "sent");
-  EXPECT_EQ(kill.attacker["zygote"]["kill"], "EPERM");
-  // The zygote lived on: the victim, its child, answered, and it was never warmed again.
-  EXPECT_FALSE(kill.victim.contains("request_failed")) << kill.victim;
-  EXPECT_EQ(Warmed(kExecFunction), 1) << supervisor_->Log();
+  // SIGKILL (harmless if it got through: only this test's function would die). Run also
+  // checks that the victim, a child of the zygote, answered.
+  Attack kill;
+  ASSERT_NO_FATAL_FAILURE(Run(kExecFunction, "KILL", &kill));
+  EXPECT_EQ(kill.attacker["own_child"]["kill"], "sent") << kill.attacker;
+  EXPECT_EQ(kill.attacker["zygote"]["kill"], "EPERM") << kill.attacker;
+  EXPECT_EQ(Warmed(kExecFunction), 1) << "the zygote died: " << supervisor_->Log();
 }
 
 TEST_F(WarmRequestIsolationTest, APythonRequestCannotReadASiblingsMemory) {
-  const Attack attack = Run(kPythonFunction);
-  SCOPED_TRACE(attack.attacker.dump());
-  ASSERT_FALSE(attack.attacker.contains("request_failed") || attack.attacker.contains("error"));
-  EXPECT_EQ(attack.attacker["own_child"]["mem"], "found");
-  EXPECT_EQ(attack.attacker["sibling"]["mem"], "EACCES");
-  EXPECT_EQ(attack.attacker["zygote"]["mem"], "EACCES");
-  EXPECT_EQ(attack.victim["saw_attacker"], true) << attack.victim;
+  Attack attack;
+  ASSERT_NO_FATAL_FAILURE(Run(kPythonFunction, "0", &attack));
+  ExpectApart(attack, {{"mem", "found", "EACCES"}});
+  EXPECT_EQ(attack.attacker["zygote"]["mem"], "EACCES") << attack.attacker;
 }
 
 }  // namespace
