@@ -159,6 +159,14 @@ TEST_F(ExecAgentTest, EachRequestHasItsOwnTmpDirMadeBeforeItAndRemovedAfterItsRe
   EXPECT_TRUE(Exists(victim + "/keep"));
 }
 
+// Nothing of the zygote's (its O_PATH fds of "/", its channels) reaches the command: `ls`
+// lists only its stdio and the directory it reads.
+TEST_F(ExecAgentTest, TheCommandHoldsOnlyItsStdio) {
+  Spare spare = SpawnWaiting();
+  Ran ran = RunScript(spare, "ls /proc/self/fd | tr '\\n' ' '");
+  EXPECT_EQ(ran.out, "0 1 2 3 ") << ran.err;
+}
+
 TEST_F(ExecAgentTest, ARequestWritesOnlyBeneathItsTmpDir) {
   if (LandlockAbi() < 1) GTEST_SKIP() << "the kernel has no Landlock";
   Spare spare = SpawnWaiting();
