@@ -14,13 +14,13 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "agents/isolation/isolation.h"
 #include "agents/python/interpreter.h"
-#include "agents/python/isolation.h"
 #include "agents/python/python_api.h"
 #include "agents/python/spare.h"
-#include "agents/python/zygote.h"
 #include "agents/wire/channel.h"
 #include "agents/wire/messages.h"
+#include "agents/zygote/zygote.h"
 #include "core/base/sys/sched_attr.h"
 
 namespace zygo::agents::python {
@@ -86,7 +86,7 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
 
 // Everything up to and including Hello; the zygote then owns the process.
 absl::Status Serve(const Flags& flags) {
-  if (absl::Status status = BlockChildSignal(); !status.ok()) return status;
+  if (absl::Status status = zygote::BlockChildSignal(); !status.ok()) return status;
   absl::StatusOr<std::string> library = FindLibpython();
   absl::StatusOr<PythonApi> api =
       library.ok() ? LoadPythonApi(*library) : absl::StatusOr<PythonApi>(library.status());
@@ -121,9 +121,9 @@ absl::Status Serve(const Flags& flags) {
   // one a caller's client woken meanwhile waited for the fork. Its spares ask again.
   (void)base::sys::RawRequestSlice(base::sys::kBackgroundSliceNs);
   const char* verbose = ::getenv("ZYGO_AGENT_VERBOSE");
-  PythonSpareRunner runner(*interpreter, function.get(), PrepareLandlockBase(),
+  PythonSpareRunner runner(*interpreter, function.get(), isolation::PrepareLandlockBase(),
                            verbose != nullptr && *verbose == '1');
-  absl::Status served = RunZygote(flags.fd, runner);
+  absl::Status served = zygote::RunZygote(flags.fd, runner);
   interpreter->FlushStdio();
   if (!served.ok()) {
     // After Hello the supervisor has the channel; this line is for the sandbox's log.

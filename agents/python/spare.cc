@@ -7,9 +7,8 @@
 
 #include <cstdio>
 
-#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
-#include "agents/python/isolation.h"
+#include "agents/isolation/isolation.h"
 #include "agents/python/prefault.h"
 #include "agents/wire/channel.h"
 #include "agents/wire/join.h"
@@ -17,17 +16,6 @@
 #include "core/base/sys/sched_attr.h"
 
 namespace zygo::agents::python {
-namespace {
-
-// Exit statuses of a spare that could not even start; the zygote reports them in Done.
-enum SpareExit : int {
-  kZygoteGone = 3,
-  kNoChannel = 4,
-  kForkedNotSent = 5,
-  kChildChannelBroken = 6,
-};
-
-}  // namespace
 
 // No flush of sys.stdout/stderr here: they are unbuffered (Interpreter::Start), and the
 // zygote flushed them after the handler's import, the last Python code of its own to run.
@@ -36,48 +24,33 @@ void PythonSpareRunner::BeforeFork() { interpreter_.api().PyOS_BeforeFork(); }
 void PythonSpareRunner::AfterForkInParent() { interpreter_.api().PyOS_AfterFork_Parent(); }
 
 absl::Status PythonSpareRunner::Isolate(uint64_t spare_id) {
-  // The zygote's fds of "/" are closed here whatever fails: no request inherits them.
-  absl::Cleanup close_landlock_base = [this] {
-    if (landlock_.ok()) landlock_->entries.clear();
-  };
-  const std::string tmp_dir = RequestTmpDir(spare_id);
-  if (absl::Status status = MakeRequestTmpDir(tmp_dir); !status.ok()) return status;
-  if (absl::Status status = interpreter_.PointTempDirAt(tmp_dir); !status.ok()) return status;
-  if (!landlock_.ok()) return landlock_.status();
-  absl::StatusOr<int> abi = RestrictToRequest(*landlock_, tmp_dir);
-  if (!abi.ok()) return abi.status();
+  absl::StatusOr<isolation::IsolatedSpare> isolated = isolation::IsolateSpare(spare_id, landlock_);
+  if (!isolated.ok()) return isolated.status();
+  if (absl::Status status = interpreter_.PointTempDirAt(isolated->tmp_dir); !status.ok()) {
+    return status;
+  }
   if (verbose_) {
     std::fprintf(stderr, "zygo-agent-python: spare %llu: landlock abi %d\n",
-                 static_cast<unsigned long long>(spare_id), *abi);
+                 static_cast<unsigned long long>(spare_id), isolated->landlock_abi);
   }
   return absl::OkStatus();
 }
 
-void PythonSpareRunner::RunSpare(const SpareContext& context) {
+void PythonSpareRunner::RunSpare(const zygote::SpareContext& context) {
   // First: Python's own after-fork work (thread state, locks, os.register_at_fork hooks
   // such as random's reseed), before any other Python call.
   interpreter_.api().PyOS_AfterFork_Child();
   // Right away rather than last: a zygote dying while this spare prepares takes it along.
-  if (!DieWithParent(context.zygote_pid).ok()) ::_exit(kZygoteGone);
+  if (!isolation::DieWithParent(context.zygote_pid).ok()) ::_exit(zygote::kSpareZygoteGone);
   // A request wakes this process; a short slice lets it preempt whatever runs (main.cc).
   (void)base::sys::RawRequestSlice(base::sys::kShortSliceNs);
   spare_id_ = context.spare_id;
 
-  auto channel = wire::MakeAgentSocketPair();
-  if (!channel.ok()) ::_exit(kNoChannel);
-  const int handed = channel->second.get();
-  absl::StatusOr<wire::Frame> forked =
-      wire::Encode(wire::ForkedMessage{context.spare_id, ::getpid()});
-  if (!forked.ok() || !wire::SendFrame(context.zygote_channel, *forked, {&handed, 1}).ok()) {
-    ::_exit(kForkedNotSent);
-  }
-  // Only the zygote talks on the zygote channel from now on; the supervisor alone holds
-  // the other end of the child channel.
-  ::close(context.zygote_channel);
-  channel->second.Reset();
+  absl::StatusOr<base::UniqueFd> channel = zygote::AnnounceSpare(context);
+  if (!channel.ok()) ::_exit(zygote::kSpareNotAnnounced);
 
   // Isolation before anything else may run.
-  PreparedSpare spare{&interpreter_, function_, channel->first.get(), Isolate(context.spare_id)};
+  PreparedSpare spare{&interpreter_, function_, channel->get(), Isolate(context.spare_id)};
   ServeChildChannel(spare);
 }
 
@@ -137,7 +110,7 @@ void PythonSpareRunner::ServeChildChannel(PreparedSpare& spare) {
     absl::StatusOr<wire::Frame> error = wire::Encode(wire::ErrorMessage{
         id, status.code(), std::string(status.message().substr(0, wire::kMaxErrorMessageSize))});
     if (!error.ok() || !wire::SendFrame(spare.channel, *error, {}).ok()) {
-      ::_exit(kChildChannelBroken);
+      ::_exit(zygote::kSpareChannelBroken);
     }
   }
 }

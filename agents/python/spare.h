@@ -7,21 +7,21 @@
 #include <utility>
 
 #include "absl/status/statusor.h"
+#include "agents/isolation/isolation.h"
 #include "agents/python/interpreter.h"
-#include "agents/python/isolation.h"
 #include "agents/python/request.h"
-#include "agents/python/zygote.h"
+#include "agents/zygote/zygote.h"
 
 namespace zygo::agents::python {
 
-class PythonSpareRunner : public SpareRunner {
+class PythonSpareRunner : public zygote::SpareRunner {
  public:
   // `function` is function mode's handler (borrowed from the zygote, which keeps it alive);
   // null in pool mode. `verbose` prints each spare's preparation costs on stderr.
   // `landlock` is the zygote's, prepared once; a failure to prepare it fails every spare's
   // isolation, reported by its Run.
   PythonSpareRunner(Interpreter& interpreter, PyObject* function,
-                    absl::StatusOr<LandlockBase> landlock, bool verbose)
+                    absl::StatusOr<isolation::LandlockBase> landlock, bool verbose)
       : interpreter_(interpreter),
         function_(function),
         landlock_(std::move(landlock)),
@@ -29,7 +29,7 @@ class PythonSpareRunner : public SpareRunner {
 
   void BeforeFork() override;
   void AfterForkInParent() override;
-  [[noreturn]] void RunSpare(const SpareContext& context) override;
+  [[noreturn]] void RunSpare(const zygote::SpareContext& context) override;
 
  private:
   // The isolation steps, in order; the first failure is kept for the Run to report.
@@ -42,7 +42,7 @@ class PythonSpareRunner : public SpareRunner {
 
   Interpreter& interpreter_;
   PyObject* function_;
-  absl::StatusOr<LandlockBase> landlock_;
+  absl::StatusOr<isolation::LandlockBase> landlock_;
   bool verbose_;
   uint64_t spare_id_ = 0;
 };

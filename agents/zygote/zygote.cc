@@ -1,5 +1,5 @@
 // The zygote's event loop over the zygote channel and a SIGCHLD signalfd.
-#include "agents/python/zygote.h"
+#include "agents/zygote/zygote.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -12,17 +12,19 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
-#include "agents/python/isolation.h"
+#include "agents/isolation/isolation.h"
 #include "agents/wire/channel.h"
 #include "agents/wire/messages.h"
 #include "core/base/errno_status.h"
 #include "core/base/unique_fd.h"
 
-namespace zygo::agents::python {
+namespace zygo::agents::zygote {
 namespace {
 
 using base::ErrnoStatus;
 using base::UniqueFd;
+using isolation::RemoveTree;
+using isolation::RequestTmpDir;
 
 sigset_t ChildSignalSet() {
   sigset_t set;
@@ -144,7 +146,7 @@ class Zygote {
       const uint64_t spare_id = spare->second;
       spares_.erase(spare);
       if (absl::Status removed = RemoveTree(RequestTmpDir(spare_id)); !removed.ok()) {
-        std::fprintf(stderr, "zygo-agent-python: %s\n", removed.ToString().c_str());
+        std::fprintf(stderr, "zygote: %s\n", removed.ToString().c_str());
       }
       if (!Reply(ReapedDone(spare_id, wstatus))) return absl::OkStatus();  // EOF comes next.
     }
@@ -171,6 +173,22 @@ class Zygote {
 
 }  // namespace
 
+absl::StatusOr<UniqueFd> AnnounceSpare(const SpareContext& context) {
+  auto channel = wire::MakeAgentSocketPair();
+  if (!channel.ok()) return channel.status();
+  const int handed = channel->second.get();
+  absl::StatusOr<wire::Frame> forked =
+      wire::Encode(wire::ForkedMessage{context.spare_id, ::getpid()});
+  if (!forked.ok()) return forked.status();
+  if (absl::Status sent = wire::SendFrame(context.zygote_channel, *forked, {&handed, 1});
+      !sent.ok()) {
+    return sent;
+  }
+  ::close(context.zygote_channel);
+  channel->second.Reset();
+  return std::move(channel->first);
+}
+
 absl::Status BlockChildSignal() {
   const sigset_t set = ChildSignalSet();
   if (::sigprocmask(SIG_BLOCK, &set, nullptr) != 0)
@@ -186,4 +204,4 @@ absl::Status RunZygote(int channel_fd, SpareRunner& runner) {
   return zygote.Run();
 }
 
-}  // namespace zygo::agents::python
+}  // namespace zygo::agents::zygote

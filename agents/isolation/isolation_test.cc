@@ -1,6 +1,7 @@
 // Request isolation pieces, tried for real: the temp dir, the Landlock domain (in a forked
-// child, with allow controls), and the symlink-safe tree removal.
-#include "agents/python/isolation.h"
+// child, with allow controls), the two together as a spare applies them, and the
+// symlink-safe tree removal.
+#include "agents/isolation/isolation.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace zygo::agents::python {
+namespace zygo::agents::isolation {
 namespace {
 
 std::string TestDir(const std::string& name) {
@@ -132,6 +133,54 @@ TEST(IsolationTest, RemoveTreeTakesEmptyAndFilledDirectories) {
   EXPECT_FALSE(Exists(filled));
 }
 
+// A spare id no other process of this test run uses: its dir is in the host's /tmp.
+uint64_t UniqueSpareId(int n) { return (static_cast<uint64_t>(::getpid()) << 24) | n; }
+
+// Every way IsolateSpare fails still closes the zygote's fds of "/" in the spare: the
+// zygote could not prepare its base, or the spare's dir already exists.
+TEST(IsolationTest, IsolateSpareClosesTheBaseFdsWhateverFails) {
+  absl::StatusOr<LandlockBase> unprepared = absl::InternalError("no base");
+  EXPECT_EQ(IsolateSpare(UniqueSpareId(1), unprepared).status(), unprepared.status());
+  EXPECT_TRUE(RemoveTree(RequestTmpDir(UniqueSpareId(1))).ok());
+
+  if (LandlockAbi() < 1) GTEST_SKIP() << "the kernel has no Landlock";
+  absl::StatusOr<LandlockBase> landlock = PrepareLandlockBase();
+  ASSERT_TRUE(landlock.ok()) << landlock.status();
+  ASSERT_FALSE(landlock->entries.empty());
+  const std::string planted = RequestTmpDir(UniqueSpareId(2));
+  ASSERT_EQ(::mkdir(planted.c_str(), 0777), 0);
+  absl::StatusOr<IsolatedSpare> isolated = IsolateSpare(UniqueSpareId(2), landlock);
+  EXPECT_EQ(isolated.status().code(), absl::StatusCode::kAlreadyExists) << isolated.status();
+  EXPECT_TRUE(landlock->entries.empty());
+  ::rmdir(planted.c_str());
+}
+
+TEST(IsolationTest, IsolateSpareMakesItsDirThenItsDomain) {
+  const int abi = LandlockAbi();
+  if (abi < 1) GTEST_SKIP() << "the kernel has no Landlock";
+  absl::StatusOr<LandlockBase> landlock = PrepareLandlockBase();
+  ASSERT_TRUE(landlock.ok()) << landlock.status();
+  const std::string outside = TestDir("isolate-spare") + "/outside";
+  const uint64_t id = UniqueSpareId(3);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    absl::StatusOr<IsolatedSpare> isolated = IsolateSpare(id, landlock);
+    if (!isolated.ok() || isolated->tmp_dir != RequestTmpDir(id)) ::_exit(10);
+    if (isolated->landlock_abi != abi || !landlock->entries.empty()) ::_exit(11);
+    if (CreateErrno(isolated->tmp_dir + "/inside") != 0) ::_exit(12);  // Allowed.
+    if (CreateErrno(outside) != EACCES) ::_exit(13);                  // Denied.
+    ::_exit(0);
+  }
+  int wstatus = 0;
+  ASSERT_EQ(::waitpid(child, &wstatus, 0), child);
+  ASSERT_TRUE(WIFEXITED(wstatus)) << wstatus;
+  EXPECT_EQ(WEXITSTATUS(wstatus), 0) << "failed check " << WEXITSTATUS(wstatus);
+  EXPECT_TRUE(Exists(RequestTmpDir(id) + "/inside"));
+  EXPECT_FALSE(Exists(outside));
+  EXPECT_TRUE(RemoveTree(RequestTmpDir(id)).ok());
+}
+
 TEST(IsolationTest, DieWithParentChecksTheParent) {
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
@@ -145,4 +194,4 @@ TEST(IsolationTest, DieWithParentChecksTheParent) {
 }
 
 }  // namespace
-}  // namespace zygo::agents::python
+}  // namespace zygo::agents::isolation

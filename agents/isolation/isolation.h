@@ -1,9 +1,10 @@
-// Request isolation inside the sandbox: each spare gets a private temp dir and its own
-// Landlock domain (writes only there and to /dev; on ABI >= 6 no signals or abstract unix
-// sockets out of the domain), so one request cannot touch a sibling's files, signal or
-// ptrace a sibling or the zygote. Complements, never replaces, the sandbox around the zygote.
-#ifndef ZYGO_AGENTS_PYTHON_ISOLATION_H_
-#define ZYGO_AGENTS_PYTHON_ISOLATION_H_
+// Request isolation inside the sandbox, for every agent's spares: each spare gets a private
+// temp dir and its own Landlock domain (writes only there and to /dev; on ABI >= 6 no
+// signals or abstract unix sockets out of the domain), so one request cannot touch a
+// sibling's files, signal or ptrace a sibling or the zygote (ptrace access covers
+// /proc/PID/mem and environ). Complements, never replaces, the sandbox around the zygote.
+#ifndef ZYGO_AGENTS_ISOLATION_ISOLATION_H_
+#define ZYGO_AGENTS_ISOLATION_ISOLATION_H_
 
 #include <sys/types.h>
 
@@ -15,7 +16,7 @@
 #include "absl/status/statusor.h"
 #include "core/base/unique_fd.h"
 
-namespace zygo::agents::python {
+namespace zygo::agents::isolation {
 
 // "/tmp/zygo-req-<spare id>".
 std::string RequestTmpDir(uint64_t spare_id);
@@ -56,11 +57,26 @@ absl::StatusOr<int> RestrictToRequest(LandlockBase& base, const std::string& tmp
 // have died before the prctl): a spare never outlives its zygote. Child side.
 absl::Status DieWithParent(pid_t parent);
 
+// What a spare's isolation gave it.
+struct IsolatedSpare {
+  std::string tmp_dir;   // RequestTmpDir(spare id): the request's TMPDIR
+  int landlock_abi = 0;  // as RestrictToRequest returned it
+};
+
+// The isolation every agent's spare applies to itself before it waits for its request:
+// its private temp dir (MakeRequestTmpDir), then its own Landlock domain stacked from the
+// zygote's `landlock` (RestrictToRequest; the zygote's failure to prepare it fails this).
+// The zygote's fds of "/" are closed in this process whatever fails, so no request
+// inherits them. A spare that gets an error must not run its request. Child side, after
+// DieWithParent; needs no privileges.
+absl::StatusOr<IsolatedSpare> IsolateSpare(uint64_t spare_id,
+                                           absl::StatusOr<LandlockBase>& landlock);
+
 // Removes `dir` and everything beneath it without following symlinks (openat O_NOFOLLOW
 // and unlinkat relative to directory fds), so a request that leaves a symlink behind
 // cannot redirect the removal. Zygote side, after the child is reaped.
 absl::Status RemoveTree(const std::string& dir);
 
-}  // namespace zygo::agents::python
+}  // namespace zygo::agents::isolation
 
-#endif  // ZYGO_AGENTS_PYTHON_ISOLATION_H_
+#endif  // ZYGO_AGENTS_ISOLATION_ISOLATION_H_

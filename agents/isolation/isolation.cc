@@ -1,5 +1,5 @@
 // Private temp dir, Landlock domain and parent-death signal for one spare.
-#include "agents/python/isolation.h"
+#include "agents/isolation/isolation.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -19,7 +19,7 @@
 #include "core/base/sys/landlock.h"
 #include "core/base/unique_fd.h"
 
-namespace zygo::agents::python {
+namespace zygo::agents::isolation {
 namespace {
 
 using base::ErrnoStatus;
@@ -158,6 +158,20 @@ absl::Status DieWithParent(pid_t parent) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<IsolatedSpare> IsolateSpare(uint64_t spare_id,
+                                           absl::StatusOr<LandlockBase>& landlock) {
+  absl::Cleanup close_landlock_base = [&landlock] {
+    if (landlock.ok()) landlock->entries.clear();
+  };
+  IsolatedSpare isolated{RequestTmpDir(spare_id), 0};
+  if (absl::Status status = MakeRequestTmpDir(isolated.tmp_dir); !status.ok()) return status;
+  if (!landlock.ok()) return landlock.status();
+  absl::StatusOr<int> abi = RestrictToRequest(*landlock, isolated.tmp_dir);
+  if (!abi.ok()) return abi.status();
+  isolated.landlock_abi = *abi;
+  return isolated;
+}
+
 absl::Status RemoveTree(const std::string& dir) {
   // Most requests leave their directory empty: one rmdir, no listing. (rmdir never follows
   // a symlink, and a request cannot replace its directory: it may not write in /tmp.)
@@ -177,4 +191,4 @@ absl::Status RemoveTree(const std::string& dir) {
   return absl::OkStatus();
 }
 
-}  // namespace zygo::agents::python
+}  // namespace zygo::agents::isolation

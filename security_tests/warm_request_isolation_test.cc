@@ -1,0 +1,216 @@
+// Requests of one warm function attacking each other, against a real supervisor: a
+// warm-exec function (`python3 sibling_probe.py` as its command) and a Python function
+// (`sibling_probe.py:main`). While one request holds secrets (in its memory, in its
+// environment, a file in its temp dir), a second one tries to find them through
+// /proc/<first>/mem and environ, to write into and read from its temp dir, to signal it,
+// to open its zygote's memory and to kill its zygote. Every refusal is paired with the
+// same attempt, in the same request, on a holder the attacker started itself, which
+// nothing protects from it and where each attempt succeeds.
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "core/landlock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "security_tests/supervisor_process.h"
+#include "testing/harness.h"
+
+namespace zygo::testing {
+namespace {
+
+constexpr char kExecFunction[] = "tenant-exec";
+constexpr char kPythonFunction[] = "tenant-py";
+
+std::string RandomHex() {
+  std::random_device random;
+  return absl::StrCat(absl::Hex(random(), absl::kZeroPad8), absl::Hex(random(), absl::kZeroPad8));
+}
+
+// What a request answered: a warm-exec command's stdout, a Python handler's result; or why
+// the request failed ({"request_failed": ...}).
+nlohmann::json Answer(const absl::StatusOr<nlohmann::json>& reply, bool exec) {
+  if (!reply.ok()) return {{"request_failed", reply.status().ToString()}};
+  if (!reply->value("ok", false)) return {{"request_failed", reply->dump()}};
+  if (!exec) return (*reply)["result"];
+  nlohmann::json out =
+      nlohmann::json::parse(reply->value("stdout", ""), nullptr, /*allow_exceptions=*/false);
+  return out.is_object() ? out : nlohmann::json{{"request_failed", reply->dump()}};
+}
+
+struct Attack {
+  nlohmann::json attacker;  // sibling_probe.py's attack answer
+  nlohmann::json victim;    // its hold answer
+};
+
+class WarmRequestIsolationTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (cgroups for the supervisor)";
+    if (access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "needs /usr/bin/python3";
+    if (core::ProbeLandlockAbi() < 1) {
+      GTEST_SKIP() << "the kernel has no Landlock: warm requests are not apart from each other";
+    }
+    // Short: the sockets' paths must fit in sun_path.
+    char dir[] = "/tmp/warmiso-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr) << strerror(errno);
+    dir_ = dir;
+    ASSERT_EQ(mkdir((dir_ + "/code").c_str(), 0755), 0);
+    std::filesystem::copy_file(Runfile("security_tests/testcases/sibling_probe.py"),
+                               dir_ + "/code/sibling_probe.py");
+    SupervisorProcess::Options options;
+    options.dir = dir_;
+    options.marker = absl::StrCat("ZYGO_WARM_ISOLATION_TEST_MARKER=", dir_, "/");
+    absl::StatusOr<std::unique_ptr<SupervisorProcess>> supervisor =
+        SupervisorProcess::Start(options);
+    if (!supervisor.ok() && absl::StrContains(supervisor.status().message(), "no usable cgroups")) {
+      GTEST_SKIP() << supervisor.status();
+    }
+    ASSERT_TRUE(supervisor.ok()) << supervisor.status();
+    supervisor_ = *std::move(supervisor);
+    const std::string common = "cold_after = \"0\"\n[limits]\ntimeout = \"30s\"\n";
+    ASSERT_TRUE(supervisor_
+                    ->Register(kExecFunction,
+                               absl::StrCat("name = \"", kExecFunction,
+                                            "\"\nruntime = \"exec\"\nentry = [\"/usr/bin/python3\", "
+                                            "\"/code/sibling_probe.py\"]\n",
+                                            common),
+                               dir_ + "/code")
+                    .ok())
+        << supervisor_->Log();
+    ASSERT_TRUE(supervisor_
+                    ->Register(kPythonFunction,
+                               absl::StrCat("name = \"", kPythonFunction,
+                                            "\"\nentry = \"sibling_probe.py:main\"\n", common),
+                               dir_ + "/code")
+                    .ok())
+        << supervisor_->Log();
+  }
+
+  void TearDown() override {
+    supervisor_.reset();
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+
+  // One victim request of `function` holding fresh secrets, and while it holds, one
+  // attacker request of the same function; fails unless both answered and the victim
+  // held while the attacker came. `kill_zygote`: "0" or "KILL".
+  void Run(const std::string& function, const std::string& kill_zygote, Attack* attack) {
+    const bool exec = function == kExecFunction;
+    const std::string memory_secret = "zygo-memory-secret-" + RandomHex();
+    // Only a re-exec'd command can hold its own environment; a Python request shares its
+    // zygote's.
+    const std::string environ_secret = exec ? "zygo-environ-secret-" + RandomHex() : "";
+    // Its own connection: ApiClient keeps one and is not for two threads.
+    std::thread victim([&] {
+      cli::ApiClient client(supervisor_->api().socket_path());
+      attack->victim = Answer(
+          client.Call({"POST", absl::StrCat("/v1/functions/", function, "/exec"),
+                       nlohmann::json({{"mode", "hold"},
+                                       {"memory_secret", memory_secret},
+                                       {"environ_secret", environ_secret},
+                                       {"hold_s", 20}})
+                           .dump(),
+                       "application/json"}),
+          exec);
+    });
+    attack->attacker = Answer(supervisor_->Exec(function, {{"mode", "attack"},
+                                                           {"memory_secret", memory_secret},
+                                                           {"environ_secret", environ_secret},
+                                                           {"kill_zygote", kill_zygote}}),
+                              exec);
+    victim.join();
+    ASSERT_FALSE(attack->attacker.contains("request_failed") || attack->attacker.contains("error"))
+        << attack->attacker;
+    ASSERT_FALSE(attack->victim.contains("request_failed")) << attack->victim;
+    EXPECT_GT(attack->victim.value("held", 0), 0) << attack->victim;
+    EXPECT_EQ(attack->victim["saw_attacker"], true) << attack->victim;
+  }
+
+  // Each attempt on the sibling is refused as `refused` says, beside the same attempt on
+  // the attacker's own child, which gets through as `succeeded` says.
+  struct Pair {
+    std::string attempt, succeeded, refused;
+  };
+  static void ExpectApart(const Attack& attack, std::initializer_list<Pair> pairs) {
+    for (const Pair& pair : pairs) {
+      EXPECT_EQ(attack.attacker["own_child"][pair.attempt], pair.succeeded)
+          << pair.attempt << " on its own child: " << attack.attacker;
+      EXPECT_EQ(attack.attacker["sibling"][pair.attempt], pair.refused)
+          << pair.attempt << " on the sibling: " << attack.attacker;
+    }
+  }
+
+  // How many times `function`'s zygote came up.
+  int Warmed(const std::string& function) {
+    const std::string log = supervisor_->Log();
+    const std::string line = absl::StrCat("zygo serve: ", function, " is warm");
+    int count = 0;
+    for (size_t at = log.find(line); at != std::string::npos; at = log.find(line, at + 1)) {
+      ++count;
+    }
+    return count;
+  }
+
+  std::string dir_;
+  std::unique_ptr<SupervisorProcess> supervisor_;
+};
+
+TEST_F(WarmRequestIsolationTest, AWarmExecRequestCannotReadASiblingsMemoryOrEnvironment) {
+  Attack attack;
+  ASSERT_NO_FATAL_FAILURE(Run(kExecFunction, "0", &attack));
+  // Ptrace access, which /proc/PID/mem and environ go through, is refused across Landlock
+  // domains; the own child is in the attacker's.
+  ExpectApart(attack, {{"mem", "found", "EACCES"}, {"environ", "found", "EACCES"}});
+  EXPECT_EQ(attack.attacker["zygote"]["mem"], "EACCES") << attack.attacker;
+}
+
+TEST_F(WarmRequestIsolationTest, AWarmExecRequestCannotTouchASiblingsTmpDir) {
+  Attack attack;
+  ASSERT_NO_FATAL_FAILURE(Run(kExecFunction, "0", &attack));
+  // The victim's dir is its own TMPDIR, found by the name the victim gave itself.
+  EXPECT_TRUE(absl::StartsWith(attack.victim.value("dir", ""), "/tmp/zygo-req-")) << attack.victim;
+  EXPECT_EQ(attack.attacker["sibling"]["dir"], attack.victim["dir"]) << attack.attacker;
+  ExpectApart(attack, {{"write", "written", "EACCES"}, {"read", "read", "EACCES"}});
+  EXPECT_EQ(attack.victim["dir_now"], nlohmann::json::array({"secret"})) << attack.victim;
+}
+
+// Landlock's signal scoping (ABI 6): a request's signals stay inside its own domain.
+TEST_F(WarmRequestIsolationTest, AWarmExecRequestCannotSignalASiblingOrKillItsZygote) {
+  if (core::ProbeLandlockAbi() < 6) {
+    GTEST_SKIP() << "Landlock ABI " << core::ProbeLandlockAbi()
+                 << " < 6 has no signal scoping: a warm-exec request can still signal its "
+                    "siblings and its zygote";
+  }
+  Attack probe;
+  ASSERT_NO_FATAL_FAILURE(Run(kExecFunction, "0", &probe));
+  ExpectApart(probe, {{"signal0", "sent", "EPERM"}});
+  EXPECT_EQ(probe.attacker["zygote"]["kill"], "EPERM") << probe.attacker;
+
+  // SIGKILL (harmless if it got through: only this test's function would die). Run also
+  // checks that the victim, a child of the zygote, answered.
+  Attack kill;
+  ASSERT_NO_FATAL_FAILURE(Run(kExecFunction, "KILL", &kill));
+  EXPECT_EQ(kill.attacker["own_child"]["kill"], "sent") << kill.attacker;
+  EXPECT_EQ(kill.attacker["zygote"]["kill"], "EPERM") << kill.attacker;
+  EXPECT_EQ(Warmed(kExecFunction), 1) << "the zygote died: " << supervisor_->Log();
+}
+
+TEST_F(WarmRequestIsolationTest, APythonRequestCannotReadASiblingsMemory) {
+  Attack attack;
+  ASSERT_NO_FATAL_FAILURE(Run(kPythonFunction, "0", &attack));
+  ExpectApart(attack, {{"mem", "found", "EACCES"}});
+  EXPECT_EQ(attack.attacker["zygote"]["mem"], "EACCES") << attack.attacker;
+}
+
+}  // namespace
+}  // namespace zygo::testing
