@@ -29,6 +29,7 @@
 #include "core/launch_step.h"
 #include "core/sandbox_child.h"
 #include "core/seccomp_policy.h"
+#include "core/terminal.h"
 
 namespace zygo::core {
 namespace {
@@ -131,6 +132,14 @@ std::string DescribeSetupFailure(const Plan& plan, const ChildRecord& failure) {
   if (step == LaunchStep::kMountOp && failure.value >= 0 &&
       static_cast<size_t>(failure.value) < plan.mounts.ops.size()) {
     const MountOp& op = plan.mounts.ops[failure.value];
+    if (op.kind == MountOpKind::kBindChecked && (failure.err == ELOOP || failure.err == ESTALE)) {
+      std::string source = op.source.substr(sizeof(kOldRoot) - 1);
+      return absl::StrCat(
+          "refused to mount ", source, " at ", op.sandbox_path.empty() ? "/" : op.sandbox_path,
+          ": it changed after zygo checked it (",
+          failure.err == ELOOP ? "a part of the path is now a symlink" : "it is now another file",
+          "); nothing was mounted and the command did not run");
+    }
     what = absl::StrCat("mount plan: ", op.source.empty() ? "" : op.source + " -> ",
                         op.sandbox_path.empty() ? "/" : op.sandbox_path);
   }
@@ -161,6 +170,11 @@ class Run {
         cgroup_(options.cgroup != nullptr ? options.cgroup : owned_cgroup_.get()),
         exec_(plan, options.inherit_fds.size()),
         options_(options) {
+    // A sandbox on the caller's own stdio may change its terminal's modes; they are put
+    // back when it ends, on every path out (the destructor).
+    if (options.forward_signals && options.stdio_fds[0] < 0) {
+      terminal_ = std::make_unique<TerminalModes>();
+    }
     for (int fd : options.inherit_fds) inherit_fds_.push_back(fd);
     inherit_fds_.push_back(-1);
   }
@@ -170,6 +184,7 @@ class Run {
       base::sys::RawPidfdSendSignal(pidfd_.get(), SIGKILL);
       waitpid(pid_, nullptr, 0);
     }
+    terminal_.reset();
     if (owned_cgroup_) owned_cgroup_->Destroy().IgnoreError();
   }
 
@@ -423,8 +438,9 @@ class Run {
   const LaunchOptions& options_;
   std::vector<int> inherit_fds_;  // -1-terminated, for the child
   UniqueFd go_read_, go_write_, report_read_, report_write_, signal_fd_, pidfd_;
-  std::vector<UniqueFd> tasks_files_;  // v1: the child writes itself into these
-  int init_fd_ = -1;                   // zygo-init's memfd, owned by init_binary.cc
+  std::vector<UniqueFd> tasks_files_;        // v1: the child writes itself into these
+  std::unique_ptr<TerminalModes> terminal_;  // the caller's, restored when the run ends
+  int init_fd_ = -1;                         // zygo-init's memfd, owned by init_binary.cc
   pid_t pid_ = -1;
   bool reaped_ = false;
   bool timed_out_ = false;

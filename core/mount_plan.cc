@@ -77,6 +77,16 @@ class PlanWriter {
     op.recursive = recursive;
     plan_->ops.push_back(std::move(op));
   }
+  // A host path the caller chose, bound from a descriptor the child checks (kBindChecked).
+  void BindChecked(std::string resolved, const struct stat& st, absl::string_view path,
+                   unsigned long long attrs) {
+    MountOp op{MountOpKind::kBindChecked, OnHost(resolved), Staged(path), std::string(path)};
+    op.attr_set = attrs;
+    op.source_dev = st.st_dev;
+    op.source_ino = st.st_ino;
+    op.source_is_dir = S_ISDIR(st.st_mode);
+    plan_->ops.push_back(std::move(op));
+  }
   void Tmpfs(absl::string_view path, std::string data, unsigned long flags) {
     MountOp op{MountOpKind::kTmpfs, "tmpfs", Staged(path), std::string(path), std::move(data)};
     op.flags = flags;
@@ -112,7 +122,8 @@ class PlanWriter {
 // Where the image's root comes from, and how to check a mountpoint exists in it.
 struct ImageRoot {
   bool is_host = false;
-  std::string dir;  // dir:PATH
+  std::string dir;  // dir:PATH, resolved
+  struct stat st = {};
 };
 
 absl::StatusOr<ImageRoot> ResolveImage(absl::string_view image) {
@@ -134,7 +145,7 @@ absl::StatusOr<ImageRoot> ResolveImage(absl::string_view image) {
     if (std::string(resolved) == "/") {
       return absl::InvalidArgumentError("image 'dir:/': use the built-in 'host' image instead");
     }
-    return ImageRoot{false, resolved};
+    return ImageRoot{false, resolved, st};
   }
   return absl::NotFoundError(absl::StrCat("image '", image,
                                           "' not found: use 'host' or 'dir:/absolute/path' "
@@ -308,8 +319,8 @@ absl::Status AddVolumes(PlanWriter& w, const ImageRoot& root, const Spec& spec, 
           absl::StrCat("volume source ", volume.source, " must be a directory or a regular file"));
     }
     ZYGO_RETURN_IF_ERROR(EnsureMountpoint(w, root, volume.destination, is_dir));
-    w.Bind(OnHost(resolved), volume.destination,
-           volume.read_only ? kReadOnlyAttrs : kWritableAttrs);
+    w.BindChecked(resolved, st, volume.destination,
+                  volume.read_only ? kReadOnlyAttrs : kWritableAttrs);
     if (!volume.read_only) plan->writable_paths.push_back(volume.destination);
   }
   return absl::OkStatus();
@@ -339,7 +350,7 @@ absl::StatusOr<MountPlan> BuildMountPlan(const Spec& spec) {
   if (root.is_host) {
     AddHostImage(w);
   } else {
-    w.Bind(OnHost(root.dir), "", kReadOnlyAttrs);
+    w.BindChecked(root.dir, root.st, "", kReadOnlyAttrs);
   }
   ZYGO_RETURN_IF_ERROR(EnsureMountpoint(w, root, "/dev", true));
   AddDev(w, spec.tmp_size_bytes);

@@ -24,6 +24,10 @@ enum class MountOpKind {
   kTouch,      // target: an empty file to bind a file onto
   kSymlink,    // target -> source
   kBind,       // source (under kOldRoot, or kNewRoot for masks) onto target
+  // A path the caller chose (a volume, a dir: image), bound from a descriptor the child
+  // opens without following any symlink and checks is still the file the parent saw, so
+  // nothing swapped in between (another sandbox holding its parent directory) is mounted.
+  kBindChecked,
   kTmpfs,      // a tmpfs with `data` options on target
   kProc,       // a fresh proc on target
   kReadOnly,   // make the mount at target read-only (recursively when `recursive`)
@@ -39,6 +43,10 @@ struct MountOp {
   unsigned long flags = 0;          // MS_* flags for kTmpfs and kProc
   unsigned long long attr_set = 0;  // MOUNT_ATTR_* set after a kBind or by kReadOnly
   bool recursive = true;            // kBind/kReadOnly: include submounts
+  // kBindChecked: the source as the parent found it (stat after realpath).
+  uint64_t source_dev = 0;
+  uint64_t source_ino = 0;
+  bool source_is_dir = false;
   bool read_only() const;
 };
 

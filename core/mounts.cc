@@ -8,11 +8,33 @@
 #include <unistd.h>
 
 #include "core/base/sys/mount_api.h"
+#include "core/base/sys/openat2.h"
 
 namespace zygo::core {
 namespace {
 
 int Rc(int rc) { return rc < 0 ? -errno : 0; }
+
+// The source by descriptor: opened with no symlink followed in any component (ELOOP if one
+// is met: a component was swapped for one after the parent's check), checked to be the
+// inode the parent saw (ESTALE if not: swapped for another file), cloned from that
+// descriptor and attached; nothing is looked up by path again.
+int BindChecked(const MountOp& op) {
+  int source = base::sys::RawOpenat2(AT_FDCWD, op.source.c_str(),
+                                     O_PATH | O_CLOEXEC | (op.source_is_dir ? O_DIRECTORY : 0), 0,
+                                     RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+  if (source < 0) return source;
+  struct stat st;
+  int rc = Rc(fstat(source, &st));
+  if (rc == 0 && (st.st_dev != op.source_dev || st.st_ino != op.source_ino)) rc = -ESTALE;
+  int tree = rc < 0 ? rc : base::sys::RawOpenTreeClone(source, op.recursive);
+  close(source);
+  if (tree < 0) return tree;
+  rc = op.attr_set == 0 ? 0 : base::sys::RawMountSetattrFd(tree, op.recursive, op.attr_set);
+  if (rc == 0) rc = base::sys::RawMoveMount(tree, op.target.c_str());
+  close(tree);
+  return rc;
+}
 
 int ApplyOp(const MountOp& op) {
   switch (op.kind) {
@@ -34,6 +56,8 @@ int ApplyOp(const MountOp& op) {
       if (rc < 0 || op.attr_set == 0) return rc;
       return base::sys::RawMountSetattr(op.target.c_str(), op.recursive, op.attr_set, 0);
     }
+    case MountOpKind::kBindChecked:
+      return BindChecked(op);
     case MountOpKind::kTmpfs:
       return Rc(mount("tmpfs", op.target.c_str(), "tmpfs", op.flags, op.data.c_str()));
     case MountOpKind::kProc:

@@ -33,6 +33,8 @@ const char* KindName(MountOpKind kind) {
       return "symlink";
     case MountOpKind::kBind:
       return "bind";
+    case MountOpKind::kBindChecked:
+      return "bind-checked";
     case MountOpKind::kTmpfs:
       return "tmpfs";
     case MountOpKind::kProc:
@@ -50,7 +52,8 @@ Json MountsJson(const MountPlan& mounts) {
   for (const MountOp& op : mounts.ops) {
     Json entry = {{"op", KindName(op.kind)},
                   {"path", op.sandbox_path.empty() ? "/" : op.sandbox_path}};
-    if (op.kind == MountOpKind::kBind) {
+    const bool bind = op.kind == MountOpKind::kBind || op.kind == MountOpKind::kBindChecked;
+    if (bind) {
       // Sources are shown as host paths, without the staging prefix.
       std::string source = op.source;
       if (source.rfind(kOldRoot, 0) == 0) source = source.substr(sizeof(kOldRoot) - 1);
@@ -59,8 +62,8 @@ Json MountsJson(const MountPlan& mounts) {
     }
     if (op.kind == MountOpKind::kSymlink) entry["target"] = op.source;
     if (op.kind == MountOpKind::kTmpfs) entry["options"] = op.data;
-    if (op.kind == MountOpKind::kBind || op.kind == MountOpKind::kTmpfs ||
-        op.kind == MountOpKind::kProc || op.kind == MountOpKind::kReadOnly) {
+    if (bind || op.kind == MountOpKind::kTmpfs || op.kind == MountOpKind::kProc ||
+        op.kind == MountOpKind::kReadOnly) {
       entry["read_only"] = op.read_only();
     }
     ops.push_back(entry);

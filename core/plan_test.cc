@@ -117,7 +117,7 @@ TEST(BuildPlan, DirImageNeedsItsMountpointsAndIsNeverWrittenTo) {
   auto plan = BuildPlan(spec);
   ASSERT_TRUE(plan.ok()) << plan.status();
   const MountOp& root = plan->mounts.ops.front();
-  EXPECT_EQ(root.kind, MountOpKind::kBind);
+  EXPECT_EQ(root.kind, MountOpKind::kBindChecked);
   EXPECT_TRUE(root.read_only());
   // No mkdir inside the image: only inside the /dev tmpfs Zygo mounts itself.
   for (const MountOp& op : plan->mounts.ops) {
@@ -134,8 +134,8 @@ TEST(BuildPlan, ReadWriteVolumesAreTheOnlyExtraWritablePlaces) {
   auto plan = BuildPlan(spec);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(plan->mounts.writable_paths, (std::vector<std::string>{"/tmp", "/dev/shm", "/data"}));
-  EXPECT_TRUE(FindOp(*plan, MountOpKind::kBind, "/ro")->read_only());
-  EXPECT_FALSE(FindOp(*plan, MountOpKind::kBind, "/data")->read_only());
+  EXPECT_TRUE(FindOp(*plan, MountOpKind::kBindChecked, "/ro")->read_only());
+  EXPECT_FALSE(FindOp(*plan, MountOpKind::kBindChecked, "/data")->read_only());
 }
 
 }  // namespace

@@ -10,10 +10,10 @@ std::vector<std::string> EgressFlags() {
 }
 
 std::vector<std::string> EgressTargets() {
-  return {"allowed.test:8080",      "allowed.test:8081",    "other.test:8080",
-          "rebind.test:8080",       "198.51.100.20:8080",   "10.0.0.5:8080",
-          "169.254.169.254:80",     "dns@198.51.100.53",    "udp@allowed.test:8080",
-          "udp@198.51.100.20:8080", "udp@10.0.0.5:8080",    "udp@169.254.169.254:8080",
+  return {"allowed.test:8080",      "allowed.test:8081",  "other.test:8080",
+          "rebind.test:8080",       "198.51.100.20:8080", "10.0.0.5:8080",
+          "169.254.169.254:80",     "dns@198.51.100.53",  "udp@allowed.test:8080",
+          "udp@198.51.100.20:8080", "udp@10.0.0.5:8080",  "udp@169.254.169.254:8080",
           "ping@198.51.100.20",     "raw@198.51.100.20"};
 }
 

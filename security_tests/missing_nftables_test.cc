@@ -27,8 +27,8 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "security_tests/fake_internet.h"
-#include "security_tests/machine_suite.h"
 #include "security_tests/leftover_oracle.h"
+#include "security_tests/machine_suite.h"
 #include "security_tests/supervisor_process.h"
 #include "testing/harness.h"
 

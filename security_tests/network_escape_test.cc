@@ -67,8 +67,8 @@ class NetworkEscapeTest : public MachineSuite {
   // (the test runs as root) arrives.
   static void ExpectIcmpFromTheMachineArrives(const char* address) {
     internet_->Drain();
-    RunResult control = RunOnHost(
-        {"/usr/bin/python3", "-c", kNetworkProbe, absl::StrCat("raw@", address)});
+    RunResult control =
+        RunOnHost({"/usr/bin/python3", "-c", kNetworkProbe, absl::StrCat("raw@", address)});
     EXPECT_EQ(control.out, absl::StrCat("raw@", address, " sent\n")) << control.err;
     EXPECT_TRUE(internet_->IcmpEchoArrived(address));
   }

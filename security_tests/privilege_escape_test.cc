@@ -4,6 +4,7 @@
 #include <pty.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -153,6 +154,37 @@ TEST(PrivilegeEscape, TiocstiIsRefusedInBothForms) {
     close(master);
     close(slave);
   }
+}
+
+// A sandbox holding the caller's terminal may change its modes while it runs (it is its
+// terminal too), but they do not outlive the run: `stty -echo` left the caller typing
+// blind. Control: the same command on the host leaves the change behind.
+TEST(PrivilegeEscape, TerminalModesAreRestoredAfterTheRun) {
+  int master, slave;
+  ASSERT_EQ(openpty(&master, &slave, nullptr, nullptr, nullptr), 0);
+  auto echo_on = [&] {
+    struct termios modes;
+    EXPECT_EQ(tcgetattr(slave, &modes), 0);
+    return (modes.c_lflag & ECHO) != 0;
+  };
+  ASSERT_TRUE(echo_on());
+  RunOptions options;
+  options.stdin_fd = slave;
+  options.want_outcome = false;
+  RunResult control = RunOnHost({"/bin/sh", "-c", "stty -echo"}, options);
+  ASSERT_EQ(control.exit_code, 0) << control.err;
+  ASSERT_FALSE(echo_on()) << "control: stty -echo on the host turns echo off";
+  struct termios modes;
+  ASSERT_EQ(tcgetattr(slave, &modes), 0);
+  modes.c_lflag |= ECHO;
+  ASSERT_EQ(tcsetattr(slave, TCSANOW, &modes), 0);
+  RunResult attempt = RunZygo({}, "host", {"/bin/sh", "-c", "stty -echo && stty -a"}, options);
+  EXPECT_EQ(attempt.exit_code, 0) << attempt.err;
+  EXPECT_TRUE(absl::StrContains(attempt.out, "-echo "))
+      << "inside, the change took: " << attempt.out;
+  EXPECT_TRUE(echo_on()) << "echo is still off after the run";
+  close(master);
+  close(slave);
 }
 
 TEST(PrivilegeEscape, OnlyStandardFdsReachTheCommand) {

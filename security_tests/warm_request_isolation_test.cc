@@ -78,14 +78,15 @@ class WarmRequestIsolationTest : public ::testing::Test {
     ASSERT_TRUE(supervisor.ok()) << supervisor.status();
     supervisor_ = *std::move(supervisor);
     const std::string common = "cold_after = \"0\"\n[limits]\ntimeout = \"30s\"\n";
-    ASSERT_TRUE(supervisor_
-                    ->Register(kExecFunction,
-                               absl::StrCat("name = \"", kExecFunction,
-                                            "\"\nruntime = \"exec\"\nentry = [\"/usr/bin/python3\", "
-                                            "\"/code/sibling_probe.py\"]\n",
-                                            common),
-                               dir_ + "/code")
-                    .ok())
+    ASSERT_TRUE(
+        supervisor_
+            ->Register(kExecFunction,
+                       absl::StrCat("name = \"", kExecFunction,
+                                    "\"\nruntime = \"exec\"\nentry = [\"/usr/bin/python3\", "
+                                    "\"/code/sibling_probe.py\"]\n",
+                                    common),
+                       dir_ + "/code")
+            .ok())
         << supervisor_->Log();
     ASSERT_TRUE(supervisor_
                     ->Register(kPythonFunction,
@@ -113,15 +114,15 @@ class WarmRequestIsolationTest : public ::testing::Test {
     // Its own connection: ApiClient keeps one and is not for two threads.
     std::thread victim([&] {
       cli::ApiClient client(supervisor_->api().socket_path());
-      attack->victim = Answer(
-          client.Call({"POST", absl::StrCat("/v1/functions/", function, "/exec"),
-                       nlohmann::json({{"mode", "hold"},
-                                       {"memory_secret", memory_secret},
-                                       {"environ_secret", environ_secret},
-                                       {"hold_s", 20}})
-                           .dump(),
-                       "application/json"}),
-          exec);
+      attack->victim =
+          Answer(client.Call({"POST", absl::StrCat("/v1/functions/", function, "/exec"),
+                              nlohmann::json({{"mode", "hold"},
+                                              {"memory_secret", memory_secret},
+                                              {"environ_secret", environ_secret},
+                                              {"hold_s", 20}})
+                                  .dump(),
+                              "application/json"}),
+                 exec);
     });
     attack->attacker = Answer(supervisor_->Exec(function, {{"mode", "attack"},
                                                            {"memory_secret", memory_secret},

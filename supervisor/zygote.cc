@@ -111,6 +111,9 @@ absl::Status Zygote::Launch() {
 void Zygote::LaunchThread(base::UniqueFd agent_end, base::UniqueFd log_end) {
   core::LaunchOptions options;
   options.inherit_fds = {agent_end.get()};
+  // Never the supervisor's own stdin: run in a terminal, that is the operator's.
+  base::UniqueFd no_input(open("/dev/null", O_RDONLY | O_CLOEXEC));
+  options.stdio_fds[0] = no_input.get();
   options.stdio_fds[1] = log_end.get();
   options.stdio_fds[2] = log_end.get();
   options.forward_signals = false;

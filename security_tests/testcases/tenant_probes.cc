@@ -18,6 +18,7 @@
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -329,6 +330,32 @@ Outcome ProbeAioSetup(const Args& args) {
   return Allowed();
 }
 
+// ---------------------------------------------------------------------------------------------
+// Races.
+
+// Swaps PATH_A and PATH_B (renameat2 RENAME_EXCHANGE, atomic) as fast as it can for MILLIS
+// ms, an even number of times so both end where they began. Allowed: it swapped at all.
+Outcome ProbeExchangeLoop(const Args& args) {
+  long millis = 0;
+  if (!ParseLong(args[2], 1, 600000, &millis)) return BadUsage();
+  timespec start{}, now{};
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  long swaps = 0;
+  for (;;) {
+    constexpr unsigned kRenameExchange = 1 << 1;
+    if (syscall(SYS_renameat2, AT_FDCWD, args[0].c_str(), AT_FDCWD, args[1].c_str(),
+                kRenameExchange) != 0) {
+      return DeniedAt("renameat2(RENAME_EXCHANGE)", errno);
+    }
+    ++swaps;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    long elapsed = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
+    if (elapsed >= millis && swaps % 2 == 0) break;
+  }
+  Info("swaps=" + std::to_string(swaps));
+  return Allowed();
+}
+
 // A child makes an i386 call (int $0x80 getpid); this process outlives it and exits 0.
 Outcome ProbeInt80Child(const Args&) {
   pid_t pid = fork();
@@ -362,6 +389,8 @@ constexpr ProbeSpec kTenantProbes[] = {
      ProbeInotifyHold},
     {"aio-setup", "NR", 1, 1, "io_setup(NR)", ProbeAioSetup},
     {"int80-child", "", 0, 0, "a child calls int $0x80; this one exits 0", ProbeInt80Child},
+    {"exchange-loop", "PATH_A PATH_B MILLIS", 3, 3, "swap two paths atomically, for MILLIS ms",
+     ProbeExchangeLoop},
 };
 
 }  // namespace

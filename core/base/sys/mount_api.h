@@ -1,4 +1,5 @@
-// Mount syscalls the glibc headers do not wrap (pivot_root, mount_setattr).
+// Mount syscalls the glibc headers do not wrap (pivot_root, mount_setattr, open_tree,
+// move_mount).
 // Async-signal-safe; each returns 0 or -errno.
 #ifndef ZYGO_CORE_BASE_SYS_MOUNT_API_H_
 #define ZYGO_CORE_BASE_SYS_MOUNT_API_H_
@@ -28,6 +29,34 @@ inline int RawMountSetattr(const char* path, bool recursive, unsigned long long 
   unsigned flags = AT_SYMLINK_NOFOLLOW | (recursive ? AT_RECURSIVE : 0);
   int rc =
       static_cast<int>(::syscall(SYS_mount_setattr, AT_FDCWD, path, flags, &attr, sizeof(attr)));
+  return rc < 0 ? -errno : 0;
+}
+
+// open_tree(fd, "", OPEN_TREE_CLONE | AT_EMPTY_PATH [| AT_RECURSIVE]): a detached copy of
+// the mount (tree) at `fd`, which must be in the caller's mount namespace. Returns the new
+// fd (CLOEXEC) or -errno.
+inline int RawOpenTreeClone(int fd, bool recursive) {
+  unsigned flags =
+      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0);
+  int rc = static_cast<int>(::syscall(SYS_open_tree, fd, "", flags));
+  return rc < 0 ? -errno : rc;
+}
+
+// mount_setattr on a detached tree's fd: sets `set` on it (recursively when `recursive`).
+inline int RawMountSetattrFd(int tree, bool recursive, unsigned long long set) {
+  struct mount_attr attr = {};
+  attr.attr_set = set;
+  unsigned flags = AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0);
+  int rc = static_cast<int>(::syscall(SYS_mount_setattr, tree, "", flags, &attr, sizeof(attr)));
+  return rc < 0 ? -errno : 0;
+}
+
+// move_mount(tree, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH): attaches a detached
+// tree at `target`, which is not followed if it is a symlink (the default without
+// MOVE_MOUNT_T_SYMLINKS).
+inline int RawMoveMount(int tree, const char* target) {
+  int rc = static_cast<int>(
+      ::syscall(SYS_move_mount, tree, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH));
   return rc < 0 ? -errno : 0;
 }
 
