@@ -1,0 +1,180 @@
+// Another function's data, from inside a warm function: its spec's [env], its events and
+// its replies are in the supervisor's memory, and a sandbox's pid 1 used to be a fork of
+// the supervisor that never exec'd, readable through /proc/1/mem by the function's own
+// import-time code and by every request. Now pid 1 is zygo-init: a Python function (at
+// import time and per request) and a warm-exec function scan every process they can see,
+// and find nothing; read from outside as root, no process of their sandboxes holds any of
+// it, while the supervisor's own memory does (the control).
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "security_tests/process_memory.h"
+#include "security_tests/supervisor_process.h"
+#include "testing/harness.h"
+
+namespace zygo::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string RandomHex() {
+  std::random_device random;
+  return absl::StrCat(absl::Hex(random(), absl::kZeroPad8), absl::Hex(random(), absl::kZeroPad8));
+}
+
+constexpr char kVictimHandler[] = R"(def main(event):
+    return {'reply': event['secret'][::-1]}
+)";
+
+class WarmTenantEscapeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (cgroups for the supervisor)";
+    if (access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "needs /usr/bin/python3";
+    char dir[] = "/tmp/warmten-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr) << strerror(errno);
+    dir_ = dir;
+    fs::create_directories(dir_ + "/victim");
+    fs::create_directories(dir_ + "/attacker");
+    std::ofstream(dir_ + "/victim/victim.py") << kVictimHandler;
+    fs::copy_file(Runfile("security_tests/testcases/tenant_scan.py"),
+                  dir_ + "/attacker/tenant_scan.py");
+    SupervisorProcess::Options options;
+    options.dir = dir_;
+    options.marker = absl::StrCat("ZYGO_WARM_TENANT_TEST_MARKER=", dir_, "/");
+    absl::StatusOr<std::unique_ptr<SupervisorProcess>> supervisor =
+        SupervisorProcess::Start(options);
+    ASSERT_TRUE(supervisor.ok()) << supervisor.status();
+    supervisor_ = *std::move(supervisor);
+  }
+  void TearDown() override {
+    supervisor_.reset();
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+  // The processes of the sandbox whose pid 1's command line names `entry`.
+  std::vector<pid_t> SandboxOf(const std::string& entry) {
+    std::vector<pid_t> found;
+    for (pid_t pid : Descendants(supervisor_->pid())) {
+      std::ifstream in(absl::StrCat("/proc/", pid, "/cmdline"));
+      std::string cmdline((std::istreambuf_iterator<char>(in)), {});
+      if (Argv0(pid) != "zygo-init" || !absl::StrContains(cmdline, entry)) continue;
+      found.push_back(pid);
+      for (pid_t inside : Descendants(pid)) found.push_back(inside);
+    }
+    return found;
+  }
+
+  std::string dir_;
+  std::unique_ptr<SupervisorProcess> supervisor_;
+};
+
+TEST_F(WarmTenantEscapeTest, NoFunctionFindsAnotherFunctionsSpecEventsOrReplies) {
+  const std::string env_secret = "zygo-env-secret-" + RandomHex();
+  const std::string event_secret = "zygo-event-secret-" + RandomHex();
+  const std::string reply_secret(event_secret.rbegin(), event_secret.rend());
+  ASSERT_TRUE(supervisor_
+                  ->Register("victim",
+                             absl::StrCat("name = \"victim\"\nentry = \"victim.py:main\"\n"
+                                          "[env]\nVICTIM_SECRET = \"",
+                                          env_secret, "\"\n"),
+                             dir_ + "/victim")
+                  .ok())
+      << supervisor_->Log();
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<nlohmann::json> reply = supervisor_->Exec("victim", {{"secret", event_secret}});
+    ASSERT_TRUE(reply.ok()) << reply.status();
+    ASSERT_EQ((*reply)["result"]["reply"], reply_secret) << reply->dump();
+  }
+  // Control: the supervisor's memory holds the victim's spec (its [env] value), which a
+  // fork of it would copy.
+  absl::StatusOr<bool> in_supervisor = MemoryContains(supervisor_->pid(), env_secret);
+  ASSERT_TRUE(in_supervisor.ok()) << in_supervisor.status();
+  ASSERT_TRUE(*in_supervisor) << "control: the supervisor holds the victim's spec";
+
+  std::ofstream(dir_ + "/attacker/needles.json")
+      << nlohmann::json({env_secret, event_secret, reply_secret}).dump();
+  ASSERT_TRUE(supervisor_
+                  ->Register("attacker-py",
+                             "name = \"attacker-py\"\nentry = \"tenant_scan.py:main\"\n",
+                             dir_ + "/attacker")
+                  .ok())
+      << supervisor_->Log();
+  ASSERT_TRUE(supervisor_
+                  ->Register("attacker-exec",
+                             "name = \"attacker-exec\"\nruntime = \"exec\"\n"
+                             "entry = [\"/usr/bin/python3\", \"/code/tenant_scan.py\"]\n",
+                             dir_ + "/attacker")
+                  .ok())
+      << supervisor_->Log();
+
+  absl::StatusOr<nlohmann::json> python =
+      supervisor_->Exec("attacker-py", nlohmann::json::object());
+  ASSERT_TRUE(python.ok()) << python.status();
+  ASSERT_TRUE(python->value("ok", false)) << python->dump();
+  const nlohmann::json& scan = (*python)["result"];
+  EXPECT_EQ(scan["control"], true) << "the scanner finds a needle where it may read: " << scan;
+  EXPECT_EQ(scan["import_found"], false) << scan["import_scan"];
+  EXPECT_EQ(scan["request_found"], false) << scan["request_scan"];
+  for (const char* when : {"import_scan", "request_scan"}) {
+    EXPECT_EQ(scan[when]["1"]["mem"], "EACCES") << when << ": " << scan[when];
+    EXPECT_EQ(scan[when]["1"]["environ"], "EACCES") << when << ": " << scan[when];
+  }
+
+  absl::StatusOr<nlohmann::json> exec =
+      supervisor_->Exec("attacker-exec", nlohmann::json::object());
+  ASSERT_TRUE(exec.ok()) << exec.status();
+  nlohmann::json exec_scan =
+      nlohmann::json::parse(exec->value("stdout", ""), nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(exec_scan.is_object()) << exec->dump();
+  EXPECT_EQ(exec_scan["control"], true) << exec_scan;
+  EXPECT_EQ(exec_scan["request_found"], false) << exec_scan["request_scan"];
+  EXPECT_EQ(exec_scan["request_scan"]["1"]["mem"], "EACCES") << exec_scan["request_scan"];
+
+  // From outside, where nothing stops the reading: no process of a bystander's sandbox (a
+  // Python and a warm-exec function made after the victim's requests, which, unlike the
+  // attackers, were never told the needles) holds any of the victim's data.
+  fs::create_directories(dir_ + "/bystander");
+  std::ofstream(dir_ + "/bystander/bystander.py") << "def main(event):\n    return 'idle'\n";
+  ASSERT_TRUE(supervisor_
+                  ->Register("bystander-py",
+                             "name = \"bystander-py\"\nentry = \"bystander.py:main\"\n",
+                             dir_ + "/bystander")
+                  .ok())
+      << supervisor_->Log();
+  ASSERT_TRUE(
+      supervisor_
+          ->Register("bystander-exec",
+                     "name = \"bystander-exec\"\nruntime = \"exec\"\nentry = [\"/bin/cat\"]\n",
+                     dir_ + "/bystander")
+          .ok())
+      << supervisor_->Log();
+  ASSERT_TRUE(supervisor_->Exec("bystander-py", nlohmann::json::object()).ok());
+  ASSERT_TRUE(supervisor_->Exec("bystander-exec", nlohmann::json::object()).ok());
+  for (const char* entry : {"bystander.py:main", "/bin/cat"}) {
+    std::vector<pid_t> sandbox = SandboxOf(entry);
+    ASSERT_FALSE(sandbox.empty()) << "no sandbox runs " << entry;
+    for (pid_t pid : sandbox) {
+      for (const std::string& secret : {env_secret, event_secret, reply_secret}) {
+        absl::StatusOr<bool> held = MemoryContains(pid, secret);
+        if (!held.ok()) continue;  // gone meanwhile (a spare retired)
+        EXPECT_FALSE(*held) << Argv0(pid) << " (" << pid << ") in the sandbox of " << entry
+                            << " holds " << secret;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace zygo::testing
