@@ -111,6 +111,28 @@ TEST_F(HostResources, ASandboxHoldingEveryInotifyInstanceItCanLeavesHostRootSome
   if (host_fd >= 0) close(host_fd);
 }
 
+// Watches and queued signals are counted per user too; a sandbox gets a share of its own.
+// Controls: as nobody on the host, the same probes get past that share.
+TEST_F(HostResources, InotifyWatchesAndQueuedSignalsStopAtTheSandboxsShare) {
+  const std::string probe = dir_ + "/probe";
+  std::filesystem::copy_file(ProbePath(), probe);
+  chmod(probe.c_str(), 0755);
+  RunOptions as_nobody;
+  as_nobody.as_uid = 65534;
+  as_nobody.as_gid = 65534;
+  as_nobody.want_outcome = false;
+  RunResult watches_control = RunOnHost({probe, "inotify-watches", dir_, "10000"}, as_nobody);
+  ASSERT_EQ(Verdict(watches_control, "inotify-watches"), "allowed") << watches_control.out;
+  RunResult watches = RunProbe({"inotify-watches", "/tmp", "10000"});
+  EXPECT_EQ(Verdict(watches, "inotify-watches"), "denied ENOSPC") << watches.out << watches.err;
+  EXPECT_EQ(HeldCount(watches), 8192) << watches.out;
+  RunResult signals_control = RunOnHost({probe, "sigqueue-hold", "5000"}, as_nobody);
+  ASSERT_EQ(Verdict(signals_control, "sigqueue-hold"), "allowed") << signals_control.out;
+  RunResult signals = RunProbe({"sigqueue-hold", "5000"});
+  EXPECT_EQ(Verdict(signals, "sigqueue-hold"), "denied EAGAIN") << signals.out << signals.err;
+  EXPECT_LE(HeldCount(signals), 1024) << signals.out;
+}
+
 // Every file directly under /proc that only root may read shows the host's physical memory
 // layout or kernel allocations (kpageflags, slabinfo, ...): inside, each reads empty.
 TEST_F(HostResources, RootOnlyProcFilesReadEmpty) {

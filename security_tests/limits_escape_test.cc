@@ -35,6 +35,18 @@ TEST(LimitsEscape, MemoryBombIsOomKilled) {
   EXPECT_NE(Verdict(attempt, "memory-bomb"), "allowed");
 }
 
+// A process of the run is OOM-killed and the command outlives it: the status says oom
+// beside oom_killed, and the exit code stays the command's own (0). The status used to
+// say "ok" beside "oom_killed": true.
+TEST(LimitsEscape, AnOomKillTheCommandOutlivesIsTheRunsStatus) {
+  RunResult attempt = RunZygo({"-m", "64m", "-v", ProbePath() + ":/probe:ro"}, "host",
+                              {"/bin/sh", "-c", "/probe memory-bomb 512; echo outlived"});
+  EXPECT_TRUE(absl::StrContains(attempt.out, "outlived")) << attempt.out << attempt.err;
+  EXPECT_EQ(attempt.exit_code, 0) << attempt.err;
+  EXPECT_EQ(OutcomeField(attempt, "oom_killed"), "true") << attempt.outcome_json;
+  EXPECT_EQ(OutcomeField(attempt, "status"), "\"oom\"") << attempt.outcome_json;
+}
+
 TEST(LimitsEscape, DeadlineEvadersLeaveNothingBehind) {
   auto start = std::chrono::steady_clock::now();
   std::string marker = "ZYGO_EVADE_MARKER=" + std::to_string(getpid());

@@ -320,6 +320,56 @@ Outcome ProbeInotifyHold(const Args& args) {
   return err == 0 ? Allowed() : Denied(err);
 }
 
+// Adds inotify watches on MAX new files in DIR, one instance. Allowed: all MAX were
+// watched; denied: the errno that stopped it (ENOSPC at the watch limit), INFO count=N.
+Outcome ProbeInotifyWatches(const Args& args) {
+  long max = 0;
+  if (!ParseLong(args[1], 1, 1000000, &max)) return BadUsage();
+  int instance = inotify_init1(IN_CLOEXEC);
+  if (instance < 0) return DeniedAt("inotify_init1", errno);
+  std::string dir = args[0] + "/" + UniqueName("watched");
+  if (mkdir(dir.c_str(), 0700) != 0) return DeniedAt("mkdir " + dir, errno);
+  long count = 0;
+  int err = 0;
+  for (; count < max; ++count) {
+    std::string path = dir + "/" + std::to_string(count);
+    int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (fd >= 0) close(fd);
+    if (inotify_add_watch(instance, path.c_str(), IN_MODIFY) < 0) {
+      err = errno;
+      break;
+    }
+  }
+  close(instance);  // the watches go with it
+  for (long i = 0; i <= count && i < max; ++i) unlink((dir + "/" + std::to_string(i)).c_str());
+  rmdir(dir.c_str());
+  Info("count=" + std::to_string(count));
+  return err == 0 ? Allowed() : Denied(err);
+}
+
+// Queues up to MAX realtime signals to itself (blocked, so none is delivered): allowed if
+// all were queued; denied: the errno that stopped it (EAGAIN at RLIMIT_SIGPENDING), INFO
+// count=N. They are discarded when the probe exits.
+Outcome ProbeSigqueueHold(const Args& args) {
+  long max = 0;
+  if (!ParseLong(args[0], 1, 1000000, &max)) return BadUsage();
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGRTMIN);
+  sigprocmask(SIG_BLOCK, &set, nullptr);
+  long count = 0;
+  int err = 0;
+  union sigval value = {};
+  for (; count < max; ++count) {
+    if (sigqueue(getpid(), SIGRTMIN, value) != 0) {
+      err = errno;
+      break;
+    }
+  }
+  Info("count=" + std::to_string(count));
+  return err == 0 ? Allowed() : Denied(err);
+}
+
 // io_setup(NR) (native AIO): allowed if the context was made (then destroyed at once).
 Outcome ProbeAioSetup(const Args& args) {
   long nr = 0;
@@ -387,6 +437,10 @@ constexpr ProbeSpec kTenantProbes[] = {
     {"set-file-caps", "DIR", 1, 1, "setxattr security.capability", ProbeSetFileCaps},
     {"inotify-hold", "MAX [READY]", 1, 2, "hold up to MAX inotify instances till stdin EOF",
      ProbeInotifyHold},
+    {"inotify-watches", "DIR MAX", 2, 2, "inotify watches on up to MAX new files in DIR",
+     ProbeInotifyWatches},
+    {"sigqueue-hold", "MAX", 1, 1, "queue up to MAX realtime signals to itself",
+     ProbeSigqueueHold},
     {"aio-setup", "NR", 1, 1, "io_setup(NR)", ProbeAioSetup},
     {"int80-child", "", 0, 0, "a child calls int $0x80; this one exits 0", ProbeInt80Child},
     {"exchange-loop", "PATH_A PATH_B MILLIS", 3, 3, "swap two paths atomically, for MILLIS ms",
