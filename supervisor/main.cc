@@ -19,6 +19,7 @@
 #include "core/base/sys/fs.h"
 #include "core/base/sys/sched_attr.h"
 #include "core/cgroup.h"
+#include "supervisor/code_policy.h"
 #include "supervisor/grpc_server.h"
 #include "supervisor/http_server.h"
 #include "supervisor/socket_path.h"
@@ -40,6 +41,9 @@ constexpr char kUsage[] =
     "  --grpc-listen PATH   the gRPC socket (default: zygo-grpc.sock beside the HTTP one)\n"
     "  --state-dir DIR      registered functions and scripts (default: /var/lib/zygo/\n"
     "                       supervisor for root, else $XDG_STATE_HOME/zygo/supervisor)\n"
+    "  --code-root DIR      functions' code must lie inside DIR (repeatable; default:\n"
+    "                       anywhere but /, system directories and the supervisor's own\n"
+    "                       state and socket directories, which are always refused)\n"
     "  --no-demo            do not register the demo function when nothing is registered\n"
     "  --allow-unlimited    run functions without cgroup limits when none can be made\n"
     "  --workers N          requests running at once over all functions (default 64)\n"
@@ -49,6 +53,7 @@ struct ServeFlags {
   std::string listen;
   std::string grpc_listen;
   std::string state_dir;
+  std::vector<std::string> code_roots;  // resolved
   bool demo = true;
   bool allow_unlimited = false;
   int workers = 64;
@@ -80,6 +85,11 @@ absl::StatusOr<ServeFlags> ParseFlags(int argc, char** argv) {
     } else if (arg == "--state-dir") {
       if (!(v = value("--state-dir")).ok()) return v.status();
       flags.state_dir = *v;
+    } else if (arg == "--code-root") {
+      if (!(v = value("--code-root")).ok()) return v.status();
+      absl::StatusOr<std::string> root = ResolveCodeRoot(*v);
+      if (!root.ok()) return root.status();
+      flags.code_roots.push_back(*root);
     } else if (arg == "--no-demo") {
       flags.demo = false;
     } else if (arg == "--allow-unlimited") {
@@ -131,6 +141,24 @@ absl::Status RegisterDemo(SupervisorService& service, const std::string& state_d
   return service.Up(kDemoSpec, "demo.toml", dir).status();
 }
 
+// The operator's roots, and what of the supervisor's own no function may see: its sockets
+// (the state dir the service adds itself). The demo's code is the supervisor's own.
+CodePolicy BuildCodePolicy(const ServeFlags& flags, const std::string& state_dir,
+                           const std::vector<std::string>& sockets) {
+  CodePolicy policy;
+  policy.roots = flags.code_roots;
+  for (const std::string& socket : sockets) {
+    const size_t slash = socket.rfind('/');
+    const std::string dir =
+        slash == std::string::npos ? "." : slash == 0 ? "/" : socket.substr(0, slash);
+    policy.private_dirs.push_back(
+        {ResolvePolicyPath(dir), "the supervisor's socket directory, through which the API is reached",
+         /*inside_too=*/false});
+  }
+  policy.own_code_dirs.push_back(ResolvePolicyPath(absl::StrCat(state_dir, "/demo")));
+  return policy;
+}
+
 std::string FindAgent(const char* name) {
   absl::StatusOr<std::string> found = cli::FindHelperBinary(
       name, absl::StrCat("agents/", absl::StrContains(name, "python") ? "python" : "exec"),
@@ -156,6 +184,7 @@ int Serve(const ServeFlags& flags) {
   absl::StatusOr<std::unique_ptr<core::CgroupDriver>> cgroups = core::ProbeCgroupDriver();
   SupervisorOptions options;
   options.workers = flags.workers;
+  options.code_policy = BuildCodePolicy(flags, state_dir, {http_socket, grpc_socket});
   options.host.cgroups = cgroups.ok() ? cgroups->get() : nullptr;
   options.host.allow_unlimited = flags.allow_unlimited;
   options.host.python_agent = FindAgent("zygo-agent-python");
