@@ -61,6 +61,9 @@ class Cgroup {
   virtual absl::StatusOr<CgroupUsage> ReadUsage() const = 0;
   // Just ReadUsage's memory_peak_bytes: one file, for a request's hot path.
   virtual absl::StatusOr<int64_t> ReadMemoryPeak() const = 0;
+  // Just ReadUsage's pids_max_hits (pids.events max, held open): one file, for a request's
+  // hot path, whose outcome says pids_limit when a fork was refused.
+  virtual absl::StatusOr<int64_t> ReadPidsMaxHits() const = 0;
   // Just ReadUsage's oom_kills and pids_max_hits (the rest 0), from files held open: whether
   // a limit was hit, asked after every request before its cgroup is used again.
   virtual absl::StatusOr<CgroupUsage> ReadLimitHits() const = 0;

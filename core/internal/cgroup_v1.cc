@@ -41,6 +41,9 @@ class CgroupV1 : public Cgroup {
   absl::StatusOr<std::vector<int>> SelfJoinFiles() override;
   absl::StatusOr<CgroupUsage> ReadUsage() const override;
   absl::StatusOr<int64_t> ReadMemoryPeak() const override { return memory_peak_.Read(0); }
+  absl::StatusOr<int64_t> ReadPidsMaxHits() const override {
+    return pids_events_.ReadKeyed("max", 0);
+  }
   absl::StatusOr<CgroupUsage> ReadLimitHits() const override;
   absl::StatusOr<std::unique_ptr<Cgroup>> CreateChild(const CgroupLimits& limits,
                                                       const std::string& prefix) override;

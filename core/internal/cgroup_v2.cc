@@ -87,6 +87,9 @@ class CgroupV2 : public Cgroup {
   absl::StatusOr<CgroupUsage> ReadUsage() const override;
   // memory.peak appeared in Linux 5.19; 0 before.
   absl::StatusOr<int64_t> ReadMemoryPeak() const override { return memory_peak_.Read(0); }
+  absl::StatusOr<int64_t> ReadPidsMaxHits() const override {
+    return pids_events_.ReadKeyed("max", 0);
+  }
   absl::StatusOr<CgroupUsage> ReadLimitHits() const override;
   absl::StatusOr<std::unique_ptr<Cgroup>> CreateChild(const CgroupLimits& limits,
                                                       const std::string& prefix) override;
