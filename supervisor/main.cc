@@ -15,6 +15,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 #include "cli/helper_binary.h"
 #include "core/base/sys/fs.h"
 #include "core/base/sys/sched_attr.h"
@@ -33,7 +35,8 @@ constexpr char kUsage[] =
     "Usage: zygo serve [OPTIONS]\n"
     "\n"
     "Runs the supervisor: keeps registered functions warm and serves them over HTTP/JSON\n"
-    "and gRPC on unix sockets. Register functions with `zygo up SPEC.toml`.\n"
+    "and gRPC on unix sockets. Register functions with `zygo up SPEC.toml`. At start it\n"
+    "removes the cgroups a killed supervisor left beside its own (see zygo doctor).\n"
     "\n"
     "Options:\n"
     "  --listen PATH        the HTTP/JSON socket (default: $ZYGO_SOCKET, else\n"
@@ -159,6 +162,26 @@ CodePolicy BuildCodePolicy(const ServeFlags& flags, const std::string& state_dir
   return policy;
 }
 
+// A supervisor killed with SIGKILL (or a zygo run) left its cgroups, with every function's
+// and request's inside, beside where this one makes its own; its sandboxes die with it, so
+// their last processes are waited for a moment. Nothing else is touched
+// (CgroupDriver::SweepStale).
+void RemoveStaleCgroups(core::CgroupDriver& cgroups) {
+  std::vector<std::string> removed;
+  for (const core::StaleCgroup& stale :
+       cgroups.SweepStale({.remove = true, .wait_for_members = absl::Seconds(3)})) {
+    if (stale.removed) {
+      removed.push_back(stale.name);
+    } else {
+      fprintf(stderr, "zygo serve: warning: kept the stale cgroup %s of the gone pid %d: %s\n",
+              stale.name.c_str(), static_cast<int>(stale.owner), stale.kept_because.c_str());
+    }
+  }
+  if (removed.empty()) return;
+  fprintf(stderr, "zygo serve: removed %zu stale cgroup%s of killed zygo processes: %s\n",
+          removed.size(), removed.size() == 1 ? "" : "s", absl::StrJoin(removed, ", ").c_str());
+}
+
 std::string FindAgent(const char* name) {
   absl::StatusOr<std::string> found = cli::FindHelperBinary(
       name, absl::StrCat("agents/", absl::StrContains(name, "python") ? "python" : "exec"),
@@ -182,6 +205,7 @@ int Serve(const ServeFlags& flags) {
   if (!store.ok()) return Fail(std::string(store.status().message()));
 
   absl::StatusOr<std::unique_ptr<core::CgroupDriver>> cgroups = core::ProbeCgroupDriver();
+  if (cgroups.ok()) RemoveStaleCgroups(**cgroups);
   SupervisorOptions options;
   options.workers = flags.workers;
   options.code_policy = BuildCodePolicy(flags, state_dir, {http_socket, grpc_socket});
