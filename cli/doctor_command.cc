@@ -90,11 +90,12 @@ std::string Names(const std::vector<const core::StaleCgroup*>& cgroups) {
 Check StaleCgroups(bool fix) {
   auto driver = core::ProbeCgroupDriver();
   if (!driver.ok()) return {true, "not looked for: no cgroup driver"};
-  std::vector<core::StaleCgroup> stale =
-      (*driver)->SweepStale({.remove = fix, .everywhere = true});
+  std::vector<core::StaleCgroup> stale = (*driver)->SweepStale({.remove = fix, .everywhere = true});
   if (stale.empty()) return {true, "none (cgroups a killed zygo left behind)"};
   std::vector<const core::StaleCgroup*> removed, kept;
-  for (const core::StaleCgroup& cgroup : stale) (cgroup.removed ? removed : kept).push_back(&cgroup);
+  for (const core::StaleCgroup& cgroup : stale) {
+    (cgroup.removed ? removed : kept).push_back(&cgroup);
+  }
   if (!fix) {
     return {true, absl::StrCat(stale.size(), " found, of killed zygo processes: ", Names(kept),
                                " (zygo doctor --fix removes them)")};

@@ -104,7 +104,7 @@ struct StaleCgroup {
   std::vector<std::string> dirs;  // its directory in each hierarchy (v2: one)
   int nested = 0;                 // cgroups nested in it, over all its directories
   bool removed = false;
-  std::string kept_because;       // why it was not removed (when asked to remove it)
+  std::string kept_because;  // why it was not removed (when asked to remove it)
 };
 
 struct StaleSweepOptions {

@@ -163,7 +163,9 @@ class StaleCgroupTest : public WarmSuite {
   void TearDown() override {
     WarmSuite::TearDown();  // SIGKILLs the supervisor; its sandboxes die with it
     for (const std::string& parent : parents_) {
-      for (const std::string& control : controls_) rmdir(absl::StrCat(parent, "/", control).c_str());
+      for (const std::string& control : controls_) {
+        rmdir(absl::StrCat(parent, "/", control).c_str());
+      }
       // What a failed test left: deepest first, for as long as processes take to go.
       for (int i = 0; i < 100 && fs::exists(parent); ++i) {
         std::vector<std::string> dirs = TreesNamed(parent, "");
@@ -276,7 +278,8 @@ TEST_F(StaleCgroupTest, DoctorCountsThemAndFixRemovesThem) {
   RunResult counted = Doctor({});
   EXPECT_EQ(counted.exit_code, 0) << counted.out << counted.err;
   EXPECT_THAT(counted.out, HasSubstr(absl::StrCat("stale cgroups    ok   2 found, of killed zygo "
-                                                  "processes: zygo-", pid, "-")));
+                                                  "processes: zygo-",
+                                                  pid, "-")));
   EXPECT_THAT(counted.out, HasSubstr("(zygo doctor --fix removes them)"));
   EXPECT_EQ(Existing(killed), killed) << "plain doctor only counts";
 

@@ -55,10 +55,10 @@ class WarmLimitsEscape : public WarmSuite {
     WriteFile("code/forker.py", kForker);
     StartSupervisor();
     if (IsSkipped() || HasFatalFailure()) return;
-    const std::string limits = absl::StrCat("cold_after = \"0\"\n[limits]\npids = ", kPidsLimit,
-                                            "\ntimeout = \"20s\"\n");
-    absl::Status up = Up("forker", absl::StrCat("name = \"forker\"\nentry = \"forker.py:main\"\n",
-                                                limits));
+    const std::string limits =
+        absl::StrCat("cold_after = \"0\"\n[limits]\npids = ", kPidsLimit, "\ntimeout = \"20s\"\n");
+    absl::Status up =
+        Up("forker", absl::StrCat("name = \"forker\"\nentry = \"forker.py:main\"\n", limits));
     ASSERT_TRUE(up.ok()) << up;
     up = Up("shforker",
             absl::StrCat("name = \"shforker\"\nruntime = \"exec\"\nentry = [\"/bin/sh\", \"-c\", ",

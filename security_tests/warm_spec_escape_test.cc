@@ -83,8 +83,8 @@ TEST_F(WarmSpecEscape, CodeThatWouldShowTheHostIsRefusedAtUp) {
     const std::string name = absl::StrCat("refused", n++);
     absl::Status up = Up(name, PythonSpec(name, attempt.code));
     EXPECT_EQ(up.code(), absl::StatusCode::kInvalidArgument) << attempt.code << ": " << up;
-    EXPECT_THAT(up.message(), HasSubstr(absl::StrCat(name, ".toml:4: code: \"", attempt.code,
-                                                     "\": ")));
+    EXPECT_THAT(up.message(),
+                HasSubstr(absl::StrCat(name, ".toml:4: code: \"", attempt.code, "\": ")));
     EXPECT_THAT(up.message(), HasSubstr(attempt.why)) << attempt.code;
     EXPECT_EQ(supervisor_->State(name), "missing") << attempt.code;
   }
@@ -97,8 +97,8 @@ TEST_F(WarmSpecEscape, ZygoUpSaysWhyInOneLineAndExits125) {
   WriteFile("root.toml", PythonSpec("root", "links/root"));
   RunOptions options;
   options.want_outcome = false;
-  RunResult up = RunOnHost(
-      {ZygoPath(), "up", "--socket", dir_ + "/http.sock", dir_ + "/root.toml"}, options);
+  RunResult up =
+      RunOnHost({ZygoPath(), "up", "--socket", dir_ + "/http.sock", dir_ + "/root.toml"}, options);
   EXPECT_EQ(up.exit_code, 125) << up.out << up.err;
   EXPECT_EQ(LineCount(up.err), 1) << up.err;
   EXPECT_THAT(up.err, HasSubstr("root.toml:4: code: \"links/root\": resolves to /; / is the "
@@ -120,8 +120,9 @@ TEST_F(WarmSpecEscape, CodeRootsConfineWhereCodeComesFrom) {
   absl::Status up = Up("elsewhere", PythonSpec("elsewhere", "../elsewhere"));
   EXPECT_EQ(up.code(), absl::StatusCode::kInvalidArgument) << up;
   EXPECT_THAT(up.message(),
-              HasSubstr(absl::StrCat(dir_, "/elsewhere is outside the directories code may come "
-                                           "from (zygo serve --code-root ",
+              HasSubstr(absl::StrCat(dir_,
+                                     "/elsewhere is outside the directories code may come "
+                                     "from (zygo serve --code-root ",
                                      dir_, "/code)")));
   ExpectAnOrdinaryCodeDirServes();
 }
@@ -161,8 +162,8 @@ TEST_F(WarmSpecEscape, TheHostsNetworkIsRefusedAtUp) {
                                       "function never shares the host's network; use \"egress\""));
   EXPECT_EQ(supervisor_->State("hostnet"), "missing");
   // Controls: egress with an allowlist registers; none registers and answers.
-  up = Up("egress", PythonSpec("egress", ".") +
-                        "[net]\nmode = \"egress\"\nallow = [\"example.com:443\"]\n");
+  up = Up("egress",
+          PythonSpec("egress", ".") + "[net]\nmode = \"egress\"\nallow = [\"example.com:443\"]\n");
   EXPECT_TRUE(up.ok()) << up;
   EXPECT_NE(supervisor_->State("egress"), "missing");
   up = Up("none", PythonSpec("none", ".") + "[net]\nmode = \"none\"\n");

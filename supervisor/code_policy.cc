@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -22,12 +23,12 @@ namespace {
 // (a project in /srv/app or /home/me/fn); the directory itself, the place of many other
 // things, is not.
 constexpr const char* kSystemDirs[] = {
-    "/",           "/bin",         "/boot",      "/dev",         "/etc",       "/home",
-    "/media",      "/mnt",         "/opt",       "/proc",        "/root",      "/run",
-    "/sbin",       "/snap",        "/srv",       "/sys",         "/tmp",       "/usr",
-    "/usr/bin",    "/usr/games",   "/usr/include", "/usr/libexec", "/usr/local", "/usr/sbin",
-    "/usr/share",  "/usr/src",     "/var",       "/var/backups", "/var/cache", "/var/lib",
-    "/var/local",  "/var/log",     "/var/mail",  "/var/opt",     "/var/run",   "/var/spool",
+    "/",          "/bin",       "/boot",        "/dev",         "/etc",       "/home",
+    "/media",     "/mnt",       "/opt",         "/proc",        "/root",      "/run",
+    "/sbin",      "/snap",      "/srv",         "/sys",         "/tmp",       "/usr",
+    "/usr/bin",   "/usr/games", "/usr/include", "/usr/libexec", "/usr/local", "/usr/sbin",
+    "/usr/share", "/usr/src",   "/var",         "/var/backups", "/var/cache", "/var/lib",
+    "/var/local", "/var/log",   "/var/mail",    "/var/opt",     "/var/run",   "/var/spool",
     "/var/tmp",
 };
 
@@ -50,8 +51,8 @@ constexpr Tree kRefusedTrees[] = {
 // `path` is `dir` or lies below it (whole components: /srv/app2 is not inside /srv/app).
 bool IsInside(absl::string_view path, absl::string_view dir) {
   if (dir == "/") return absl::StartsWith(path, "/");
-  return path == dir || (absl::StartsWith(path, dir) && path.size() > dir.size() &&
-                         path[dir.size()] == '/');
+  return path == dir ||
+         (absl::StartsWith(path, dir) && path.size() > dir.size() && path[dir.size()] == '/');
 }
 
 // /lib, /lib64, /libx32, /usr/lib, /usr/lib32, ...: the libraries, under any name.
@@ -70,14 +71,16 @@ absl::Status Refused(const std::string& code, absl::string_view why) {
 
 absl::Status CheckSystemDirs(const std::string& code) {
   if (code == "/") {
-    return Refused(code, "is the host's root directory; code must be a directory of its own "
-                         "(the function's project folder)");
+    return Refused(code,
+                   "is the host's root directory; code must be a directory of its own "
+                   "(the function's project folder)");
   }
   bool system = IsLibraryDir(code);
   for (const char* dir : kSystemDirs) system = system || IsInside(dir, code);
   if (system) {
-    return Refused(code, "is a system directory; code must be a directory of its own "
-                         "(the function's project folder), not one the host's files live in");
+    return Refused(code,
+                   "is a system directory; code must be a directory of its own "
+                   "(the function's project folder), not one the host's files live in");
   }
   for (const Tree& tree : kRefusedTrees) {
     if (IsInside(code, tree.dir)) {
@@ -100,8 +103,8 @@ absl::Status CheckOwnersHome(const std::string& code) {
     return absl::OkStatus();
   }
   if (ResolvePolicyPath(found->pw_dir) != code) return absl::OkStatus();
-  return Refused(code, absl::StrCat("is the home directory of ", found->pw_name,
-                                    "; use a folder inside it"));
+  return Refused(
+      code, absl::StrCat("is the home directory of ", found->pw_name, "; use a folder inside it"));
 }
 
 absl::Status CheckPrivateDirs(const CodePolicy& policy, const std::string& code) {
@@ -127,7 +130,22 @@ absl::Status CheckRoots(const CodePolicy& policy, const std::string& code) {
                                     absl::StrJoin(policy.roots, ", --code-root "), ")"));
 }
 
+// `path` with "." and ".." folded and no trailing '/', symlinks left as they are.
+std::string LexicalPath(const std::string& path) {
+  std::string normal = std::filesystem::path(path).lexically_normal().string();
+  while (normal.size() > 1 && normal.back() == '/') normal.pop_back();
+  return normal;
+}
+
 }  // namespace
+
+absl::Status CheckCodePath(const CodePolicy& policy, const std::string& written,
+                           const std::string& resolved) {
+  absl::Status allowed = CheckCodeDir(policy, resolved);
+  if (allowed.ok() || LexicalPath(written) == resolved) return allowed;
+  return absl::InvalidArgumentError(
+      absl::StrCat("resolves to ", resolved, "; ", allowed.message()));
+}
 
 absl::Status CheckCodeDir(const CodePolicy& policy, const std::string& code) {
   if (code.empty() || code[0] != '/') {
@@ -167,8 +185,8 @@ absl::StatusOr<std::string> ResolveCodeRoot(absl::string_view dir) {
   }
   char resolved[PATH_MAX];
   struct stat st;
-  if (::realpath(std::string(dir).c_str(), resolved) == nullptr ||
-      ::stat(resolved, &st) != 0 || !S_ISDIR(st.st_mode)) {
+  if (::realpath(std::string(dir).c_str(), resolved) == nullptr || ::stat(resolved, &st) != 0 ||
+      !S_ISDIR(st.st_mode)) {
     return absl::InvalidArgumentError(
         absl::StrCat("--code-root \"", dir, "\": not an existing directory"));
   }

@@ -46,6 +46,11 @@ struct CodePolicy {
 // the filesystem (stat) and the password database.
 absl::Status CheckCodeDir(const CodePolicy& policy, const std::string& code);
 
+// CheckCodeDir of `resolved`, what the absolute path `written` resolves to; when that went
+// through a symlink the message starts "resolves to RESOLVED; ".
+absl::Status CheckCodePath(const CodePolicy& policy, const std::string& written,
+                           const std::string& resolved);
+
 // `path` made absolute (against the working directory) with symlinks resolved; a path
 // that does not exist yet (a socket dir made later) is resolved as far as it exists.
 std::string ResolvePolicyPath(absl::string_view path);

@@ -28,9 +28,10 @@ std::string WhyRefused(const CodePolicy& policy, const std::string& code) {
 TEST(CodePolicyTest, TheRootAndSystemDirectoriesAreRefused) {
   const CodePolicy none;
   EXPECT_THAT(WhyRefused(none, "/"), HasSubstr("/ is the host's root directory"));
-  for (const char* dir : {"/etc", "/usr", "/usr/lib", "/usr/lib64", "/usr/local", "/lib",
-                          "/lib64", "/libx32", "/bin", "/sbin", "/boot", "/dev", "/proc", "/sys",
-                          "/run", "/var", "/var/lib", "/root", "/home", "/tmp", "/srv", "/opt"}) {
+  for (const char* dir :
+       {"/etc",     "/usr",  "/usr/lib", "/usr/lib64", "/usr/local", "/lib", "/lib64", "/libx32",
+        "/bin",     "/sbin", "/boot",    "/dev",       "/proc",      "/sys", "/run",   "/var",
+        "/var/lib", "/root", "/home",    "/tmp",       "/srv",       "/opt"}) {
     EXPECT_THAT(WhyRefused(none, dir), HasSubstr(absl::StrCat(dir, " is a system directory")));
   }
   for (const char* inside : {"/etc/ssh", "/proc/1", "/sys/fs/cgroup", "/dev/shm", "/run/user/0",
@@ -52,7 +53,7 @@ TEST(CodePolicyTest, PrivateDirsRootsAndOwnCode) {
               HasSubstr("lies inside the state directory (/srv/zygo/state)"));
   EXPECT_THAT(WhyRefused(policy, "/srv/zygo"), HasSubstr("contains the state directory"));
   EXPECT_THAT(WhyRefused(policy, "/srv/zygo/run"), HasSubstr("is the socket directory"));
-  EXPECT_TRUE(CheckCodeDir(policy, "/srv/zygo/run/sub").ok());  // shows no socket
+  EXPECT_TRUE(CheckCodeDir(policy, "/srv/zygo/run/sub").ok());   // shows no socket
   EXPECT_TRUE(CheckCodeDir(policy, "/srv/zygo/stateful").ok());  // whole components only
 
   policy.roots = {"/srv/functions"};
@@ -76,9 +77,8 @@ TEST(CodePolicyTest, AHomeDirectoryIsRefusedAndAFolderInsideItIsNot) {
   const std::string home = ResolvePolicyPath(self->pw_dir);
   if (!std::filesystem::is_directory(home)) GTEST_SKIP() << "no home directory " << home;
   // Root's /root is refused as a system directory before its owner is asked.
-  EXPECT_THAT(WhyRefused(CodePolicy{}, home),
-              testing::AnyOf(HasSubstr("is the home directory of"),
-                             HasSubstr("is a system directory")));
+  EXPECT_THAT(WhyRefused(CodePolicy{}, home), testing::AnyOf(HasSubstr("is the home directory of"),
+                                                             HasSubstr("is a system directory")));
   std::string pattern = absl::StrCat(::testing::TempDir(), "/home-XXXXXX");
   ASSERT_NE(mkdtemp(pattern.data()), nullptr);
   EXPECT_TRUE(CheckCodeDir(CodePolicy{}, ResolvePolicyPath(pattern)).ok());

@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <map>
 #include <string_view>
 #include <vector>
@@ -22,9 +21,9 @@
 #include "absl/strings/str_split.h"
 #include "core/base/status_macros.h"
 #include "core/units.h"
-#include "supervisor/code_policy.h"
 #include "images/reference.h"
 #include "net/allowlist.h"
+#include "supervisor/code_policy.h"
 
 namespace zygo::supervisor {
 namespace {
@@ -125,13 +124,6 @@ std::string AbsolutePath(absl::string_view path) {
   char cwd[PATH_MAX];
   std::string dir = getcwd(cwd, sizeof(cwd)) != nullptr ? cwd : "/";
   return path.empty() || path == "." ? dir : absl::StrCat(dir, "/", path);
-}
-
-// `path` with "." and ".." folded and no trailing '/', symlinks left as they are.
-std::string LexicalPath(const std::string& path) {
-  std::string normal = std::filesystem::path(path).lexically_normal().string();
-  while (normal.size() > 1 && normal.back() == '/') normal.pop_back();
-  return normal;
 }
 
 bool IsDirectory(const std::string& path) {
@@ -308,11 +300,9 @@ class SpecParser {
       return Error(line, "code", absl::StrCat(Quote(code), ": ", resolved, " is not a directory"));
     }
     // After resolving: a symlink to / is /.
-    absl::Status allowed = CheckCodeDir(code_policy_, resolved);
+    absl::Status allowed = CheckCodePath(code_policy_, joined, resolved);
     if (!allowed.ok()) {
-      const std::string via =
-          LexicalPath(joined) == resolved ? "" : absl::StrCat("resolves to ", resolved, "; ");
-      return Error(line, "code", absl::StrCat(Quote(code), ": ", via, allowed.message()));
+      return Error(line, "code", absl::StrCat(Quote(code), ": ", allowed.message()));
     }
     spec_.code = resolved;
     return absl::OkStatus();
@@ -533,8 +523,7 @@ absl::Status ValidateFunctionName(absl::string_view name) {
 }
 
 absl::StatusOr<FunctionSpec> ParseFunctionSpec(absl::string_view toml_text,
-                                               absl::string_view origin,
-                                               absl::string_view base_dir,
+                                               absl::string_view origin, absl::string_view base_dir,
                                                const CodePolicy& code_policy) {
   toml::parse_result parsed =
       toml::parse(std::string_view(toml_text.data(), toml_text.size()), std::string(origin));

@@ -56,8 +56,7 @@ struct FunctionSpec {
 //   hello.toml:3: code: "rootfs": resolves to /; / is the host's root directory; ...
 // A missing required field has no line: "hello.toml: name: ...".
 absl::StatusOr<FunctionSpec> ParseFunctionSpec(absl::string_view toml_text,
-                                               absl::string_view origin,
-                                               absl::string_view base_dir,
+                                               absl::string_view origin, absl::string_view base_dir,
                                                const CodePolicy& code_policy);
 
 // Checks a function name: [a-z0-9][a-z0-9_-]{0,62}. Names become file names in the state

@@ -466,14 +466,17 @@ TEST_F(FunctionSpecTest, CodeThatWouldShowTheHostIsRefusedAfterResolvingSymlinks
       {"/etc", "hello.toml:4: code: \"/etc\": /etc" + kSystem},
       {"/usr/lib", "hello.toml:4: code: \"/usr/lib\": /usr/lib" + kSystem},
       {"/usr/../etc", "hello.toml:4: code: \"/usr/../etc\": /etc" + kSystem},
-      {"/proc/self/root", "hello.toml:4: code: \"/proc/self/root\": resolves to /; / is the "
-                          "host's root directory; code must be a directory of its own (the "
-                          "function's project folder)"},
-      {"rootfs", "hello.toml:4: code: \"rootfs\": resolves to /; / is the host's root directory; "
-                 "code must be a directory of its own (the function's project folder)"},
+      {"/proc/self/root",
+       "hello.toml:4: code: \"/proc/self/root\": resolves to /; / is the "
+       "host's root directory; code must be a directory of its own (the "
+       "function's project folder)"},
+      {"rootfs",
+       "hello.toml:4: code: \"rootfs\": resolves to /; / is the host's root directory; "
+       "code must be a directory of its own (the function's project folder)"},
       {"config", "hello.toml:4: code: \"config\": resolves to /etc; /etc" + kSystem},
-      {"/etc/default", "hello.toml:4: code: \"/etc/default\": /etc/default lies inside /etc (the "
-                       "host's configuration and secrets)"},
+      {"/etc/default",
+       "hello.toml:4: code: \"/etc/default\": /etc/default lies inside /etc (the "
+       "host's configuration and secrets)"},
   };
   for (const Case& c : cases) {
     EXPECT_EQ(ErrorOf(kHead + "code = \"" + c.code + "\"\n"), c.message);
@@ -493,12 +496,12 @@ TEST_F(FunctionSpecTest, CodeMayNotSeeTheSupervisorsOwnDirectories) {
   EXPECT_EQ(ErrorOf(kHead + "code = \"state/functions\"\n"),
             "hello.toml:4: code: \"state/functions\": " + dir_ +
                 "/state/functions lies inside the state directory (" + dir_ + "/state)");
-  EXPECT_EQ(ErrorOf(kHead + "code = \".\"\n"), "hello.toml:4: code: \".\": " + dir_ +
-                                                   " contains the state directory (" + dir_ +
-                                                   "/state)");
+  EXPECT_EQ(
+      ErrorOf(kHead + "code = \".\"\n"),
+      "hello.toml:4: code: \".\": " + dir_ + " contains the state directory (" + dir_ + "/state)");
   EXPECT_EQ(ErrorOf(kHead + "code = \"src\"\n"), "hello.toml:4: code: \"src\": " + dir_ +
-                                                     "/src contains the socket directory (" +
-                                                     dir_ + "/src/pkg)");
+                                                     "/src contains the socket directory (" + dir_ +
+                                                     "/src/pkg)");
   // The supervisor's own code (the demo's) is the one place inside the state dir.
   EXPECT_THAT(ErrorOf(kHead + "code = \"state/demo\"\n"), HasSubstr("lies inside the state"));
   policy_.own_code_dirs.push_back(dir_ + "/state/demo");

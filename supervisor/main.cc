@@ -144,6 +144,13 @@ absl::Status RegisterDemo(SupervisorService& service, const std::string& state_d
   return service.Up(kDemoSpec, "demo.toml", dir).status();
 }
 
+// The directory `path` names a file in ("." for a bare name).
+std::string DirectoryOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
 // The operator's roots, and what of the supervisor's own no function may see: its sockets
 // (the state dir the service adds itself). The demo's code is the supervisor's own.
 CodePolicy BuildCodePolicy(const ServeFlags& flags, const std::string& state_dir,
@@ -151,11 +158,9 @@ CodePolicy BuildCodePolicy(const ServeFlags& flags, const std::string& state_dir
   CodePolicy policy;
   policy.roots = flags.code_roots;
   for (const std::string& socket : sockets) {
-    const size_t slash = socket.rfind('/');
-    const std::string dir =
-        slash == std::string::npos ? "." : slash == 0 ? "/" : socket.substr(0, slash);
     policy.private_dirs.push_back(
-        {ResolvePolicyPath(dir), "the supervisor's socket directory, through which the API is reached",
+        {ResolvePolicyPath(DirectoryOf(socket)),
+         "the supervisor's socket directory, through which the API is reached",
          /*inside_too=*/false});
   }
   policy.own_code_dirs.push_back(ResolvePolicyPath(absl::StrCat(state_dir, "/demo")));

@@ -167,7 +167,8 @@ absl::StatusOr<FunctionSpec> LoadFunction(const std::string& dir, const std::str
     return absl::DataLossError(
         absl::StrCat(name, ".origin: expected two lines, origin and base_dir"));
   }
-  ZYGO_ASSIGN_OR_RETURN(FunctionSpec spec, ParseFunctionSpec(text, lines[0], lines[1], code_policy));
+  ZYGO_ASSIGN_OR_RETURN(FunctionSpec spec,
+                        ParseFunctionSpec(text, lines[0], lines[1], code_policy));
   if (spec.name != name) {
     return absl::DataLossError(
         absl::StrCat(name, ".toml names the function \"", spec.name, "\", not \"", name, "\""));
@@ -267,7 +268,8 @@ absl::StatusOr<LoadedFunctions> StateStore::LoadFunctions(const CodePolicy& code
   LoadedFunctions loaded;
   for (const std::string& file : names) {
     if (absl::StartsWith(file, ".") || !absl::EndsWith(file, ".toml")) continue;
-    absl::StatusOr<FunctionSpec> spec = LoadFunction(dir, file.substr(0, file.size() - 5), code_policy);
+    absl::StatusOr<FunctionSpec> spec =
+        LoadFunction(dir, file.substr(0, file.size() - 5), code_policy);
     if (spec.ok()) {
       loaded.functions.push_back(*std::move(spec));
     } else {

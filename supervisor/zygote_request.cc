@@ -126,8 +126,8 @@ Answer AwaitAnswer(int channel, const CancelSignal& cancel, Clock::time_point de
 
 // Fills the outcome from the child's wait status (if known) and its cgroup's counters,
 // except a pids-limit hit (DescribeEnd's).
-void DescribeEnding(const Answer& answer, std::optional<int> status,
-                    const core::CgroupUsage& usage, ExecReply* reply) {
+void DescribeEnding(const Answer& answer, std::optional<int> status, const core::CgroupUsage& usage,
+                    ExecReply* reply) {
   RequestOutcome& outcome = reply->outcome;
   outcome.oom_killed = usage.oom_kills > 0;
   outcome.peak_rss_kb = usage.memory_peak_bytes / 1024;

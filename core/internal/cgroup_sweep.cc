@@ -29,8 +29,8 @@ namespace {
 
 namespace sys = ::zygo::base::sys;
 
-constexpr int kMaxWalkDepth = 16;      // systemd's trees are a handful of levels deep
-constexpr int kMaxNestedDepth = 4;     // the supervisor nests one level
+constexpr int kMaxWalkDepth = 16;   // systemd's trees are a handful of levels deep
+constexpr int kMaxNestedDepth = 4;  // the supervisor nests one level
 constexpr size_t kMaxWalkedDirs = 100'000;
 constexpr auto kMemberPoll = std::chrono::milliseconds(20);
 
@@ -89,8 +89,8 @@ struct Group {
 
 // Looks through `dir`'s children (and with `walk` their subtrees) for stale cgroups. A
 // Zygo-named directory is never walked into: its contents are judged with it.
-void Scan(const std::string& dir, const std::string& prefix, bool walk, int depth,
-          size_t* budget, std::map<std::string, Group>* groups) {
+void Scan(const std::string& dir, const std::string& prefix, bool walk, int depth, size_t* budget,
+          std::map<std::string, Group>* groups) {
   for (const std::string& name : Subdirectories(dir)) {
     if (*budget == 0) return;
     --*budget;
@@ -209,7 +209,9 @@ std::vector<StaleCgroup> SweepStaleCgroups(const std::vector<SweepHierarchy>& hi
   std::vector<StaleCgroup> stale;
   for (auto& [name, group] : groups) {
     std::set<std::string> nested;
-    for (const StaleDir& dir : group.dirs) nested.insert(dir.nested_names.begin(), dir.nested_names.end());
+    for (const StaleDir& dir : group.dirs) {
+      nested.insert(dir.nested_names.begin(), dir.nested_names.end());
+    }
     group.cgroup.nested = static_cast<int>(nested.size());
     if (options.remove) Remove(&group);
     stale.push_back(std::move(group.cgroup));
