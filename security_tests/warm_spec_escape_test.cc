@@ -6,8 +6,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -150,6 +152,35 @@ TEST_F(WarmSpecEscape, AStoredSpecWithCodeAtTheRootIsNotServedAgain) {
   EXPECT_THAT(supervisor_->Log(),
               HasSubstr("old.toml: not loaded: old.toml:4: code: \"/\": / is the host's root"));
   ExpectAnOrdinaryCodeDirServes();
+}
+
+// Whoever can write beside a function's code directory swaps it for a symlink to / once
+// it is registered: the next warm-up binds nothing of the host (a warm-exec function that
+// lists /code would list the host's root).
+TEST_F(WarmSpecEscape, ACodeDirectorySwappedForASymlinkIsNotBoundAgain) {
+  StartSupervisor();
+  if (IsSkipped() || HasFatalFailure()) return;
+  std::filesystem::create_directory(dir_ + "/links/swap");
+  WriteFile("links/swap/mine.txt", "");
+  ASSERT_TRUE(Up("swapped",
+                 "name = \"swapped\"\nruntime = \"exec\"\nentry = [\"/bin/ls\", "
+                 "\"/code\"]\ncode = \"../links/swap\"\ncold_after = \"1s\"\n")
+                  .ok());
+  // Control: before the swap it lists its own directory.
+  absl::StatusOr<nlohmann::json> reply = supervisor_->Exec("swapped", nullptr);
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_EQ((*reply)["stdout"], "mine.txt\n") << reply->dump();
+  for (int i = 0; i < 100 && supervisor_->State("swapped") != "cold"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(supervisor_->State("swapped"), "cold");
+  std::filesystem::rename(dir_ + "/links/swap", dir_ + "/links/swap-old");
+  std::filesystem::create_symlink("/", dir_ + "/links/swap");
+
+  reply = supervisor_->Exec("swapped", nullptr);
+  ASSERT_FALSE(reply.ok()) << "warmed on the host's root: " << reply->dump();
+  EXPECT_THAT(reply.status().message(), HasSubstr(absl::StrCat("its code directory ", dir_,
+                                                               "/links/swap now resolves to /")));
 }
 
 TEST_F(WarmSpecEscape, TheHostsNetworkIsRefusedAtUp) {
