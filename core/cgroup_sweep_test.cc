@@ -34,12 +34,11 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-// A pid no process has: a child that exited and was reaped.
+// A pid no process can have: one above the kernel's pid_max.
 pid_t DeadPid() {
-  const pid_t pid = fork();
-  if (pid == 0) _exit(0);
-  waitpid(pid, nullptr, 0);
-  return pid;
+  int pid_max = 4'194'304;  // PID_MAX_LIMIT, when the sysctl cannot be read
+  std::ifstream("/proc/sys/kernel/pid_max") >> pid_max;
+  return static_cast<pid_t>(pid_max + 1);
 }
 
 TEST(ZygoCgroupOwner, OnlyZygosOwnNames) {
