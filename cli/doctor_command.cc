@@ -8,8 +8,10 @@
 
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/cgroup.h"
 #include "core/landlock.h"
 #include "images/store.h"
@@ -61,12 +63,67 @@ Check Landlock() {
   return {true, absl::StrCat("ABI ", abi, abi >= 6 ? " (with signal and socket scoping)" : "")};
 }
 
+constexpr char kUsage[] =
+    "Usage: zygo doctor [--fix]\n"
+    "\n"
+    "Says what this host gives zygo: user namespaces, the cgroup driver, seccomp, Landlock,\n"
+    "the image store; and counts the stale cgroups killed zygo processes left anywhere in\n"
+    "the cgroup hierarchy (named zygo-PID-N, their PID gone). Exits 0 when zygo run can\n"
+    "work here, 1 when something it needs is missing.\n"
+    "\n"
+    "Options:\n"
+    "  --fix        also remove those stale cgroups, with the cgroups nested in them; one\n"
+    "               that still holds a process, or a cgroup zygo did not name, is kept\n"
+    "  -h, --help   this text\n";
+
+// "zygo-812-3, zygo-812-5 and 2 more"
+std::string Names(const std::vector<const core::StaleCgroup*>& cgroups) {
+  constexpr size_t kShown = 8;
+  std::vector<std::string> names;
+  for (size_t i = 0; i < cgroups.size() && i < kShown; ++i) names.push_back(cgroups[i]->name);
+  std::string text = absl::StrJoin(names, ", ");
+  if (cgroups.size() > kShown) absl::StrAppend(&text, " and ", cgroups.size() - kShown, " more");
+  return text;
+}
+
+// Counts (and with `fix` removes) what killed zygo processes left, wherever they ran.
+Check StaleCgroups(bool fix) {
+  auto driver = core::ProbeCgroupDriver();
+  if (!driver.ok()) return {true, "not looked for: no cgroup driver"};
+  std::vector<core::StaleCgroup> stale = (*driver)->SweepStale({.remove = fix, .everywhere = true});
+  if (stale.empty()) return {true, "none (cgroups a killed zygo left behind)"};
+  std::vector<const core::StaleCgroup*> removed, kept;
+  for (const core::StaleCgroup& cgroup : stale) {
+    (cgroup.removed ? removed : kept).push_back(&cgroup);
+  }
+  if (!fix) {
+    return {true, absl::StrCat(stale.size(), " found, of killed zygo processes: ", Names(kept),
+                               " (zygo doctor --fix removes them)")};
+  }
+  std::string detail = absl::StrCat(removed.size(), " removed");
+  if (!removed.empty()) absl::StrAppend(&detail, ": ", Names(removed));
+  for (const core::StaleCgroup* cgroup : kept) {
+    absl::StrAppend(&detail, "; kept ", cgroup->name, ": ", cgroup->kept_because);
+  }
+  return {true, detail};
+}
+
 }  // namespace
 
 int DoctorCommand(int argc, char** argv) {
-  if (argc > 0) {
-    fprintf(stderr, "zygo: usage: zygo doctor\n");
-    return 125;
+  bool fix = false;
+  for (int i = 0; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "-h" || arg == "--help") {
+      fputs(kUsage, stdout);
+      return 0;
+    }
+    if (arg != "--fix") {
+      fprintf(stderr, "zygo: doctor: unknown argument '%s'; usage: zygo doctor [--fix]\n",
+              arg.c_str());
+      return 125;
+    }
+    fix = true;
   }
   struct utsname host;
   uname(&host);
@@ -83,6 +140,7 @@ int DoctorCommand(int argc, char** argv) {
                                       "; roots are flattened with hard links (no overlay "
                                       "mount per run)")});
   Print("running as", {true, geteuid() == 0 ? "root" : "an ordinary user (rootless)"});
+  Print("stale cgroups", StaleCgroups(fix));
   return all_ok ? 0 : 1;
 }
 

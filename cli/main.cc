@@ -35,7 +35,8 @@ Commands:
   images   list the images in the store
   rmi      remove image references: zygo rmi REF [REF...]
   image    zygo image prune: delete what no image references
-  doctor   what this host gives zygo (cgroups, namespaces, seccomp, Landlock)
+  doctor   what this host gives zygo (cgroups, namespaces, seccomp, Landlock) and the
+           stale cgroups killed zygo processes left: zygo doctor [--fix]
   bench    measure zygo against its peers (zygo bench --help)
 
 Warm functions (the supervisor; each command has --help):

@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 
 namespace zygo::core {
 
@@ -61,6 +62,9 @@ class Cgroup {
   virtual absl::StatusOr<CgroupUsage> ReadUsage() const = 0;
   // Just ReadUsage's memory_peak_bytes: one file, for a request's hot path.
   virtual absl::StatusOr<int64_t> ReadMemoryPeak() const = 0;
+  // Just ReadUsage's pids_max_hits (pids.events max, held open): one file, for a request's
+  // hot path, whose outcome says pids_limit when a fork was refused.
+  virtual absl::StatusOr<int64_t> ReadPidsMaxHits() const = 0;
   // Just ReadUsage's oom_kills and pids_max_hits (the rest 0), from files held open: whether
   // a limit was hit, asked after every request before its cgroup is used again.
   virtual absl::StatusOr<CgroupUsage> ReadLimitHits() const = 0;
@@ -90,6 +94,29 @@ class Cgroup {
   virtual std::vector<std::string> paths() const = 0;
 };
 
+// A cgroup a Zygo process made and left behind when it was killed (SIGKILL gives it no
+// chance to clean up): a directory named "<prefix><pid>-<n>" whose process <pid> is gone,
+// with the cgroups nested in it (the supervisor's zygote and request cgroups, named
+// "<word>-<pid>-<n>" with the same pid).
+struct StaleCgroup {
+  std::string name;               // "zygo-812-3"
+  pid_t owner = 0;                // 812, a pid no process has now
+  std::vector<std::string> dirs;  // its directory in each hierarchy (v2: one)
+  int nested = 0;                 // cgroups nested in it, over all its directories
+  bool removed = false;
+  std::string kept_because;  // why it was not removed (when asked to remove it)
+};
+
+struct StaleSweepOptions {
+  bool remove = false;  // false: only find them
+  // false: only beside where this driver makes its own cgroups, where a supervisor or zygo
+  // started from the same cgroup made them. true: anywhere in the hierarchies (zygo doctor).
+  bool everywhere = false;
+  // How long to wait for the last processes in a stale cgroup to leave: a killed
+  // supervisor's sandboxes die with it, but a moment later. Zero: not at all.
+  absl::Duration wait_for_members = absl::ZeroDuration();
+};
+
 class CgroupDriver {
  public:
   virtual ~CgroupDriver() = default;
@@ -100,6 +127,13 @@ class CgroupDriver {
   // PermissionDenied when the caller may not create cgroups there (rootless, no
   // delegation).
   virtual absl::StatusOr<std::unique_ptr<Cgroup>> Create(const CgroupLimits& limits) = 0;
+
+  // Finds stale cgroups (sorted by name) and, with options.remove, removes each one that
+  // holds nothing but cgroups named as above and no process. Never this process's own, a
+  // live process's, or any directory named otherwise; a pid reused by a new process keeps
+  // its old cgroups until that process ends. Parent side; removing needs the access
+  // making them did (root, or the delegated subtree).
+  virtual std::vector<StaleCgroup> SweepStale(const StaleSweepOptions& options) = 0;
 };
 
 struct CgroupProbeOptions {

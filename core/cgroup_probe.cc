@@ -22,8 +22,8 @@ absl::StatusOr<std::unique_ptr<CgroupDriver>> ProbeCgroupDriver(const CgroupProb
       return absl::FailedPreconditionError(absl::StrCat(
           "cgroup v2 at ", options.mount_root, " is unusable: ", parent.status().message()));
     }
-    return std::unique_ptr<CgroupDriver>(
-        std::make_unique<internal::CgroupV2Driver>(*std::move(parent), options.name_prefix));
+    return std::unique_ptr<CgroupDriver>(std::make_unique<internal::CgroupV2Driver>(
+        *std::move(parent), options.name_prefix, options.mount_root));
   }
   absl::StatusOr<internal::V1Layout> layout = internal::ResolveV1Layout(options);
   if (!layout.ok()) {

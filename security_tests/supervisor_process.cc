@@ -32,6 +32,7 @@ absl::StatusOr<std::unique_ptr<SupervisorProcess>> SupervisorProcess::Start(
   args.insert(args.end(),
               {Runfile("supervisor/supervisor"), "--listen", dir + "/http.sock", "--grpc-listen",
                dir + "/grpc.sock", "--state-dir", dir + "/state", "--no-demo"});
+  args.insert(args.end(), options.args.begin(), options.args.end());
   std::vector<std::string> env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin",
                                   absl::StrCat("ZYGO_DNS_UPSTREAM=", kDnsServer, ":53")};
   if (!options.marker.empty()) env.push_back(options.marker);
@@ -75,11 +76,13 @@ absl::Status SupervisorProcess::WaitHealthy() {
   return absl::DeadlineExceededError("the supervisor did not answer within 10 s: " + Log());
 }
 
-SupervisorProcess::~SupervisorProcess() {
-  if (pid_ > 0) {  // never kill(-1, ...)
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-  }
+SupervisorProcess::~SupervisorProcess() { Kill(); }  // never kill(-1, ...): Kill checks
+
+void SupervisorProcess::Kill() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+  pid_ = -1;
 }
 
 int SupervisorProcess::Stop(std::chrono::seconds grace) {

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -30,6 +31,8 @@ class SupervisorProcess {
     int netns_fd = -1;
     // When not empty, a program that runs the supervisor (its argv[0] goes first).
     std::string wrapper;
+    // More flags for the supervisor (--code-root DIR, ...).
+    std::vector<std::string> args;
   };
 
   // Forks and execs the supervisor, then returns once GET /v1/health answers (up to
@@ -44,6 +47,9 @@ class SupervisorProcess {
   // SIGTERM, then waits up to `grace`; the wait status, or -1 (then it was SIGKILLed,
   // or had already been stopped).
   int Stop(std::chrono::seconds grace);
+  // SIGKILL, as a crash or the OOM killer would end it, and reaps it: nothing of it gets
+  // to clean up.
+  void Kill();
 
   // POST /v1/functions: registers `spec` (TOML) as NAME.toml with code in `base_dir`.
   absl::Status Register(const std::string& name, const std::string& spec,
@@ -56,6 +62,7 @@ class SupervisorProcess {
   std::string State(const std::string& name);
 
   pid_t pid() const { return pid_; }
+  std::string grpc_socket() const { return dir_ + "/grpc.sock"; }
   cli::ApiClient& api() { return api_; }
   std::string Log() const;
 

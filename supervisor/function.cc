@@ -19,6 +19,7 @@
 #include "images/run_image.h"
 #include "images/store.h"
 #include "net/sandbox_network_plan.h"
+#include "supervisor/code_policy.h"
 
 namespace zygo::supervisor {
 namespace {
@@ -103,6 +104,9 @@ FunctionInfo Function::Info() const {
 }
 
 absl::StatusOr<ZygoteConfig> Function::BuildZygoteConfig() const {
+  // The code directory was checked where it resolved at `zygo up`; each warm-up binds it
+  // again by path, so a path that resolves elsewhere now is refused, not followed.
+  ZYGO_RETURN_IF_ERROR(CheckCodeStillResolves(spec_.code));
   core::Spec sandbox = ToSandboxSpec(spec_);
   ZygoteConfig config;
   if (sandbox.net == core::NetMode::kEgress || sandbox.net == core::NetMode::kFull) {

@@ -23,6 +23,7 @@
 #include "core/units.h"
 #include "images/reference.h"
 #include "net/allowlist.h"
+#include "supervisor/code_policy.h"
 
 namespace zygo::supervisor {
 namespace {
@@ -133,7 +134,8 @@ bool IsDirectory(const std::string& path) {
 // One parse: holds the origin for error messages and fills `spec_` field by field.
 class SpecParser {
  public:
-  SpecParser(absl::string_view origin, absl::string_view base_dir) {
+  SpecParser(absl::string_view origin, absl::string_view base_dir, const CodePolicy& code_policy)
+      : code_policy_(code_policy) {
     spec_.origin = std::string(origin);
     spec_.base_dir = AbsolutePath(base_dir);
   }
@@ -296,6 +298,11 @@ class SpecParser {
     }
     if (!IsDirectory(resolved)) {
       return Error(line, "code", absl::StrCat(Quote(code), ": ", resolved, " is not a directory"));
+    }
+    // After resolving: a symlink to / is /.
+    absl::Status allowed = CheckCodePath(code_policy_, joined, resolved);
+    if (!allowed.ok()) {
+      return Error(line, "code", absl::StrCat(Quote(code), ": ", allowed.message()));
     }
     spec_.code = resolved;
     return absl::OkStatus();
@@ -463,13 +470,20 @@ class SpecParser {
     const toml::node* mode_node = net.get("mode");
     if (mode_node != nullptr) ZYGO_RETURN_IF_ERROR(GetString(*mode_node, "net.mode", &mode));
     bool known = false;
-    for (core::NetMode m : {core::NetMode::kNone, core::NetMode::kEgress, core::NetMode::kFull,
-                            core::NetMode::kHost}) {
+    for (core::NetMode m : {core::NetMode::kNone, core::NetMode::kEgress, core::NetMode::kFull}) {
       if (mode == core::NetModeName(m)) spec_.net = m, known = true;
+    }
+    // Refused here, not at the first exec: the supervisor has no opt-in to give a warm
+    // function the host's network, so a spec asking for it can never run.
+    if (mode == core::NetModeName(core::NetMode::kHost)) {
+      return Error(*mode_node, "net.mode",
+                   "\"host\" is refused: a warm function never shares the host's network; use "
+                   "\"egress\" with net.allow for named hosts, \"full\" for the internet, or "
+                   "`zygo run --net host --allow-host-net` for a one-shot command");
     }
     if (!known) {
       return Error(*mode_node, "net.mode",
-                   absl::StrCat(Quote(mode), " is not a mode (use none, egress, full or host)"));
+                   absl::StrCat(Quote(mode), " is not a mode (use none, egress or full)"));
     }
     const toml::node* allow = net.get("allow");
     if (allow != nullptr) {
@@ -492,6 +506,7 @@ class SpecParser {
     return absl::OkStatus();
   }
 
+  const CodePolicy& code_policy_;
   FunctionSpec spec_;
 };
 
@@ -508,8 +523,8 @@ absl::Status ValidateFunctionName(absl::string_view name) {
 }
 
 absl::StatusOr<FunctionSpec> ParseFunctionSpec(absl::string_view toml_text,
-                                               absl::string_view origin,
-                                               absl::string_view base_dir) {
+                                               absl::string_view origin, absl::string_view base_dir,
+                                               const CodePolicy& code_policy) {
   toml::parse_result parsed =
       toml::parse(std::string_view(toml_text.data(), toml_text.size()), std::string(origin));
   if (!parsed) {
@@ -518,7 +533,7 @@ absl::StatusOr<FunctionSpec> ParseFunctionSpec(absl::string_view toml_text,
         absl::StrCat(origin, ":", error.source().begin.line,
                      ": invalid TOML: ", std::string(error.description())));
   }
-  SpecParser parser(origin, base_dir);
+  SpecParser parser(origin, base_dir, code_policy);
   ZYGO_ASSIGN_OR_RETURN(FunctionSpec spec, parser.Parse(parsed.table()));
   spec.source_toml = std::string(toml_text);
   return spec;

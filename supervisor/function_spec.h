@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/spec.h"
+#include "supervisor/code_policy.h"
 #include "supervisor/service.h"
 
 namespace zygo::supervisor {
@@ -48,13 +49,15 @@ struct FunctionSpec {
 };
 
 // Parses and checks a spec. `origin` names the text in errors; `base_dir` resolves a
-// relative `code` (it must exist, so this reads the filesystem). Errors are InvalidArgument
-// and read "ORIGIN:LINE: FIELD: what is wrong", e.g.
+// relative `code` (it must exist, so this reads the filesystem), which `code_policy` must
+// then allow once resolved. Errors are InvalidArgument and read
+// "ORIGIN:LINE: FIELD: what is wrong", e.g.
 //   hello.toml:4: limits.memory: "12Q" is not a size (use 256M, 1G, ...)
+//   hello.toml:3: code: "rootfs": resolves to /; / is the host's root directory; ...
 // A missing required field has no line: "hello.toml: name: ...".
 absl::StatusOr<FunctionSpec> ParseFunctionSpec(absl::string_view toml_text,
-                                               absl::string_view origin,
-                                               absl::string_view base_dir);
+                                               absl::string_view origin, absl::string_view base_dir,
+                                               const CodePolicy& code_policy);
 
 // Checks a function name: [a-z0-9][a-z0-9_-]{0,62}. Names become file names in the state
 // dir, so anything that reaches the disk goes through this.
@@ -65,8 +68,8 @@ FunctionInfo ToFunctionInfo(const FunctionSpec& spec);
 
 // The sandbox every process of the function runs in. timeout_ms is 0: the caller sets it
 // (a zygote lives longer than one request). An OCI `image` is left as written (also in
-// image_name) for the caller to resolve to dir:<root>; allow_host_net stays false, so
-// net = "host" needs the supervisor's own policy to permit it. argv is the exec command,
+// image_name) for the caller to resolve to dir:<root>; allow_host_net stays false (a
+// spec never has net = "host": ParseFunctionSpec refuses it). argv is the exec command,
 // empty for python (the caller starts its agent).
 core::Spec ToSandboxSpec(const FunctionSpec& spec);
 

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -38,7 +39,7 @@ class FunctionSpecTest : public ::testing::Test {
   }
 
   absl::StatusOr<FunctionSpec> Parse(const std::string& text) {
-    return ParseFunctionSpec(text, "hello.toml", dir_);
+    return ParseFunctionSpec(text, "hello.toml", dir_, policy_);
   }
 
   // The error message of a spec that must fail.
@@ -51,6 +52,7 @@ class FunctionSpecTest : public ::testing::Test {
   }
 
   std::string dir_;
+  CodePolicy policy_;
 };
 
 TEST_F(FunctionSpecTest, MinimalPythonFunctionGetsEveryDefault) {
@@ -142,16 +144,13 @@ TEST_F(FunctionSpecTest, OtherValueForms) {
     ASSERT_TRUE(spec.ok()) << spec.status();
     EXPECT_EQ(spec->cold_after_ms, 0) << never;
   }
-  spec = Parse("name = \"x\"\nentry = \"handler.py:main\"\n[net]\nmode = \"host\"\n");
-  ASSERT_TRUE(spec.ok()) << spec.status();
-  EXPECT_EQ(spec->net, core::NetMode::kHost);
 }
 
 TEST_F(FunctionSpecTest, RelativeBaseDirIsMadeAbsolute) {
   std::filesystem::path cwd = std::filesystem::current_path();
   ASSERT_EQ(chdir(dir_.c_str()), 0);
   absl::StatusOr<FunctionSpec> spec =
-      ParseFunctionSpec("name = \"x\"\nentry = \"pkg/app.py:run\"\n", "x.toml", "src");
+      ParseFunctionSpec("name = \"x\"\nentry = \"pkg/app.py:run\"\n", "x.toml", "src", policy_);
   std::filesystem::current_path(cwd);
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_EQ(spec->base_dir, dir_ + "/src");
@@ -281,7 +280,11 @@ TEST_F(FunctionSpecTest, ErrorsNameFileLineAndField) {
       {kHead + "[env]\nNUL = \"a\\u0000b\"\n", "hello.toml:4: env.NUL: contains a NUL byte"},
       {kHead + "env = \"A=B\"\n", "hello.toml:3: env: expected a table ([env]), found a string"},
       {kHead + "[net]\nmode = \"open\"\n",
-       "hello.toml:4: net.mode: \"open\" is not a mode (use none, egress, full or host)"},
+       "hello.toml:4: net.mode: \"open\" is not a mode (use none, egress or full)"},
+      {kHead + "[net]\nmode = \"host\"\n",
+       "hello.toml:4: net.mode: \"host\" is refused: a warm function never shares the host's "
+       "network; use \"egress\" with net.allow for named hosts, \"full\" for the internet, or "
+       "`zygo run --net host --allow-host-net` for a one-shot command"},
       {kHead + "[net]\nmode = \"egress\"\n",
        "hello.toml:4: net.mode: \"egress\" needs at least one net.allow entry"},
       {kHead + "[net]\nallow = [\"a.example.com:443\"]\n",
@@ -443,5 +446,80 @@ allow = ["api.example.com:443"]
   EXPECT_THAT(ToSandboxSpec(*spec).argv, IsEmpty());  // the caller starts the python agent
 }
 
+// `code` is bound read-only at /code: the host's root, a system directory or the
+// supervisor's own state would be readable by the function.
+TEST_F(FunctionSpecTest, CodeThatWouldShowTheHostIsRefusedAfterResolvingSymlinks) {
+  const std::string kHead = "name = \"hello\"\nruntime = \"exec\"\nentry = \"/bin/true\"\n";
+  std::filesystem::create_symlink("/", dir_ + "/rootfs");
+  std::filesystem::create_symlink("/etc", dir_ + "/config");
+  const std::string kSystem =
+      " is a system directory; code must be a directory of its own (the function's project "
+      "folder), not one the host's files live in";
+  struct Case {
+    std::string code;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"/",
+       "hello.toml:4: code: \"/\": / is the host's root directory; code must be a directory of "
+       "its own (the function's project folder)"},
+      {"/etc", "hello.toml:4: code: \"/etc\": /etc" + kSystem},
+      {"/usr/lib", "hello.toml:4: code: \"/usr/lib\": /usr/lib" + kSystem},
+      {"/usr/../etc", "hello.toml:4: code: \"/usr/../etc\": /etc" + kSystem},
+      {"/proc/self/root",
+       "hello.toml:4: code: \"/proc/self/root\": resolves to /; / is the "
+       "host's root directory; code must be a directory of its own (the "
+       "function's project folder)"},
+      {"rootfs",
+       "hello.toml:4: code: \"rootfs\": resolves to /; / is the host's root directory; "
+       "code must be a directory of its own (the function's project folder)"},
+      {"config", "hello.toml:4: code: \"config\": resolves to /etc; /etc" + kSystem},
+      {"/etc/default",
+       "hello.toml:4: code: \"/etc/default\": /etc/default lies inside /etc (the "
+       "host's configuration and secrets)"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(ErrorOf(kHead + "code = \"" + c.code + "\"\n"), c.message);
+  }
+  // Control: an ordinary directory beside them registers.
+  absl::StatusOr<FunctionSpec> spec = Parse(kHead + "code = \"src\"\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->code, dir_ + "/src");
+}
+
+TEST_F(FunctionSpecTest, CodeMayNotSeeTheSupervisorsOwnDirectories) {
+  const std::string kHead = "name = \"hello\"\nruntime = \"exec\"\nentry = \"/bin/true\"\n";
+  std::filesystem::create_directories(dir_ + "/state/functions");
+  std::filesystem::create_directories(dir_ + "/state/demo");
+  policy_.private_dirs.push_back({dir_ + "/state", "the state directory", true});
+  policy_.private_dirs.push_back({dir_ + "/src/pkg", "the socket directory", false});
+  EXPECT_EQ(ErrorOf(kHead + "code = \"state/functions\"\n"),
+            "hello.toml:4: code: \"state/functions\": " + dir_ +
+                "/state/functions lies inside the state directory (" + dir_ + "/state)");
+  EXPECT_EQ(
+      ErrorOf(kHead + "code = \".\"\n"),
+      "hello.toml:4: code: \".\": " + dir_ + " contains the state directory (" + dir_ + "/state)");
+  EXPECT_EQ(ErrorOf(kHead + "code = \"src\"\n"), "hello.toml:4: code: \"src\": " + dir_ +
+                                                     "/src contains the socket directory (" + dir_ +
+                                                     "/src/pkg)");
+  // The supervisor's own code (the demo's) is the one place inside the state dir.
+  EXPECT_THAT(ErrorOf(kHead + "code = \"state/demo\"\n"), HasSubstr("lies inside the state"));
+  policy_.own_code_dirs.push_back(dir_ + "/state/demo");
+  EXPECT_TRUE(Parse(kHead + "code = \"state/demo\"\n").ok());
+}
+
+TEST_F(FunctionSpecTest, CodeRootsConfineWhereCodeComesFrom) {
+  const std::string kHead = "name = \"hello\"\nruntime = \"exec\"\nentry = \"/bin/true\"\n";
+  std::filesystem::create_directories(dir_ + "/other");
+  policy_.roots = {dir_ + "/src", "/nonexistent-root"};
+  EXPECT_EQ(ErrorOf(kHead + "code = \"other\"\n"),
+            "hello.toml:4: code: \"other\": " + dir_ +
+                "/other is outside the directories code may come from (zygo serve --code-root " +
+                dir_ + "/src, --code-root /nonexistent-root)");
+  EXPECT_TRUE(Parse(kHead + "code = \"src\"\n").ok());
+  EXPECT_TRUE(Parse(kHead + "code = \"src/pkg\"\n").ok());
+}
+
 }  // namespace
+
 }  // namespace zygo::supervisor

@@ -15,10 +15,13 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 #include "cli/helper_binary.h"
 #include "core/base/sys/fs.h"
 #include "core/base/sys/sched_attr.h"
 #include "core/cgroup.h"
+#include "supervisor/code_policy.h"
 #include "supervisor/grpc_server.h"
 #include "supervisor/http_server.h"
 #include "supervisor/socket_path.h"
@@ -32,7 +35,8 @@ constexpr char kUsage[] =
     "Usage: zygo serve [OPTIONS]\n"
     "\n"
     "Runs the supervisor: keeps registered functions warm and serves them over HTTP/JSON\n"
-    "and gRPC on unix sockets. Register functions with `zygo up SPEC.toml`.\n"
+    "and gRPC on unix sockets. Register functions with `zygo up SPEC.toml`. At start it\n"
+    "removes the cgroups a killed supervisor left beside its own (see zygo doctor).\n"
     "\n"
     "Options:\n"
     "  --listen PATH        the HTTP/JSON socket (default: $ZYGO_SOCKET, else\n"
@@ -40,6 +44,9 @@ constexpr char kUsage[] =
     "  --grpc-listen PATH   the gRPC socket (default: zygo-grpc.sock beside the HTTP one)\n"
     "  --state-dir DIR      registered functions and scripts (default: /var/lib/zygo/\n"
     "                       supervisor for root, else $XDG_STATE_HOME/zygo/supervisor)\n"
+    "  --code-root DIR      functions' code must lie inside DIR (repeatable; default:\n"
+    "                       anywhere but /, system directories and the supervisor's own\n"
+    "                       state and socket directories, which are always refused)\n"
     "  --no-demo            do not register the demo function when nothing is registered\n"
     "  --allow-unlimited    run functions without cgroup limits when none can be made\n"
     "  --workers N          requests running at once over all functions (default 64)\n"
@@ -49,6 +56,7 @@ struct ServeFlags {
   std::string listen;
   std::string grpc_listen;
   std::string state_dir;
+  std::vector<std::string> code_roots;  // resolved
   bool demo = true;
   bool allow_unlimited = false;
   int workers = 64;
@@ -80,6 +88,11 @@ absl::StatusOr<ServeFlags> ParseFlags(int argc, char** argv) {
     } else if (arg == "--state-dir") {
       if (!(v = value("--state-dir")).ok()) return v.status();
       flags.state_dir = *v;
+    } else if (arg == "--code-root") {
+      if (!(v = value("--code-root")).ok()) return v.status();
+      absl::StatusOr<std::string> root = ResolveCodeRoot(*v);
+      if (!root.ok()) return root.status();
+      flags.code_roots.push_back(*root);
     } else if (arg == "--no-demo") {
       flags.demo = false;
     } else if (arg == "--allow-unlimited") {
@@ -131,6 +144,49 @@ absl::Status RegisterDemo(SupervisorService& service, const std::string& state_d
   return service.Up(kDemoSpec, "demo.toml", dir).status();
 }
 
+// The directory `path` names a file in ("." for a bare name).
+std::string DirectoryOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// The operator's roots, and what of the supervisor's own no function may see: its sockets
+// (the state dir the service adds itself). The demo's code is the supervisor's own.
+CodePolicy BuildCodePolicy(const ServeFlags& flags, const std::string& state_dir,
+                           const std::vector<std::string>& sockets) {
+  CodePolicy policy;
+  policy.roots = flags.code_roots;
+  for (const std::string& socket : sockets) {
+    policy.private_dirs.push_back(
+        {ResolvePolicyPath(DirectoryOf(socket)),
+         "the supervisor's socket directory, through which the API is reached",
+         /*inside_too=*/false});
+  }
+  policy.own_code_dirs.push_back(ResolvePolicyPath(absl::StrCat(state_dir, "/demo")));
+  return policy;
+}
+
+// A supervisor killed with SIGKILL (or a zygo run) left its cgroups, with every function's
+// and request's inside, beside where this one makes its own; its sandboxes die with it, so
+// their last processes are waited for a moment. Nothing else is touched
+// (CgroupDriver::SweepStale).
+void RemoveStaleCgroups(core::CgroupDriver& cgroups) {
+  std::vector<std::string> removed;
+  for (const core::StaleCgroup& stale :
+       cgroups.SweepStale({.remove = true, .wait_for_members = absl::Seconds(3)})) {
+    if (stale.removed) {
+      removed.push_back(stale.name);
+    } else {
+      fprintf(stderr, "zygo serve: warning: kept the stale cgroup %s of the gone pid %d: %s\n",
+              stale.name.c_str(), static_cast<int>(stale.owner), stale.kept_because.c_str());
+    }
+  }
+  if (removed.empty()) return;
+  fprintf(stderr, "zygo serve: removed %zu stale cgroup%s of killed zygo processes: %s\n",
+          removed.size(), removed.size() == 1 ? "" : "s", absl::StrJoin(removed, ", ").c_str());
+}
+
 std::string FindAgent(const char* name) {
   absl::StatusOr<std::string> found = cli::FindHelperBinary(
       name, absl::StrCat("agents/", absl::StrContains(name, "python") ? "python" : "exec"),
@@ -154,8 +210,10 @@ int Serve(const ServeFlags& flags) {
   if (!store.ok()) return Fail(std::string(store.status().message()));
 
   absl::StatusOr<std::unique_ptr<core::CgroupDriver>> cgroups = core::ProbeCgroupDriver();
+  if (cgroups.ok()) RemoveStaleCgroups(**cgroups);
   SupervisorOptions options;
   options.workers = flags.workers;
+  options.code_policy = BuildCodePolicy(flags, state_dir, {http_socket, grpc_socket});
   options.host.cgroups = cgroups.ok() ? cgroups->get() : nullptr;
   options.host.allow_unlimited = flags.allow_unlimited;
   options.host.python_agent = FindAgent("zygo-agent-python");

@@ -49,7 +49,7 @@ struct PhaseTimings {
 
 // How the request's process ended (the warm-path counterpart of `zygo run --outcome`).
 struct RequestOutcome {
-  std::string status = "ok";  // ok, handler_error, nonzero_exit, signaled, timeout, oom
+  std::string status = "ok";  // ok, handler_error, nonzero_exit, signaled, timeout, oom, pids_limit
   int exit_code = 0;
   int signal = 0;
   bool timed_out = false;

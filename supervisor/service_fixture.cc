@@ -55,12 +55,15 @@ void ServiceFixture::SetUp() {
   // A fresh state dir per test: a stored function would be served again (on purpose).
   std::string pattern = absl::StrCat(getenv("TEST_TMPDIR"), "/service-XXXXXX");
   ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-  dir_ = pattern;
+  // Code and state side by side: code must not contain the state dir (code_policy.h).
+  dir_ = pattern + "/code";
+  state_dir_ = pattern + "/state";
+  ASSERT_EQ(mkdir(dir_.c_str(), 0755), 0);
   StartService();
 }
 
 void ServiceFixture::StartService() {
-  auto store = StateStore::Open(absl::StrCat(dir_, "/.state"));
+  auto store = StateStore::Open(state_dir_);
   ASSERT_TRUE(store.ok()) << store.status();
   SupervisorOptions options;
   options.host.cgroups = cgroups_.get();

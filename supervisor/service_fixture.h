@@ -40,7 +40,8 @@ class ServiceFixture : public ::testing::Test {
   static int OpenFdCount();
 
   std::unique_ptr<core::CgroupDriver> cgroups_;
-  std::string dir_;   // code dir and base dir for specs
+  std::string dir_;        // code dir and base dir for specs
+  std::string state_dir_;  // the service's state dir, beside dir_
   std::unique_ptr<SupervisorService> service_;
   int workers_ = 16;
   std::string image_store_;  // UseOwnImageStore's, or empty

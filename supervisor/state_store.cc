@@ -155,7 +155,8 @@ absl::Status RemoveDeadTemps(const std::string& dir) {
 }
 
 // One stored function: its spec re-parsed with the origin and base_dir it was saved with.
-absl::StatusOr<FunctionSpec> LoadFunction(const std::string& dir, const std::string& name) {
+absl::StatusOr<FunctionSpec> LoadFunction(const std::string& dir, const std::string& name,
+                                          const CodePolicy& code_policy) {
   ZYGO_RETURN_IF_ERROR(ValidateFunctionName(name));
   ZYGO_ASSIGN_OR_RETURN(std::string text,
                         base::sys::ReadFile(absl::StrCat(dir, "/", name, ".toml")));
@@ -166,7 +167,8 @@ absl::StatusOr<FunctionSpec> LoadFunction(const std::string& dir, const std::str
     return absl::DataLossError(
         absl::StrCat(name, ".origin: expected two lines, origin and base_dir"));
   }
-  ZYGO_ASSIGN_OR_RETURN(FunctionSpec spec, ParseFunctionSpec(text, lines[0], lines[1]));
+  ZYGO_ASSIGN_OR_RETURN(FunctionSpec spec,
+                        ParseFunctionSpec(text, lines[0], lines[1], code_policy));
   if (spec.name != name) {
     return absl::DataLossError(
         absl::StrCat(name, ".toml names the function \"", spec.name, "\", not \"", name, "\""));
@@ -260,13 +262,14 @@ absl::Status StateStore::RemoveFunction(absl::string_view name) {
   return FsyncPath(dir);
 }
 
-absl::StatusOr<LoadedFunctions> StateStore::LoadFunctions() const {
+absl::StatusOr<LoadedFunctions> StateStore::LoadFunctions(const CodePolicy& code_policy) const {
   std::string dir = FunctionsDir();
   ZYGO_ASSIGN_OR_RETURN(std::vector<std::string> names, ListDirectory(dir));
   LoadedFunctions loaded;
   for (const std::string& file : names) {
     if (absl::StartsWith(file, ".") || !absl::EndsWith(file, ".toml")) continue;
-    absl::StatusOr<FunctionSpec> spec = LoadFunction(dir, file.substr(0, file.size() - 5));
+    absl::StatusOr<FunctionSpec> spec =
+        LoadFunction(dir, file.substr(0, file.size() - 5), code_policy);
     if (spec.ok()) {
       loaded.functions.push_back(*std::move(spec));
     } else {

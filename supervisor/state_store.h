@@ -56,9 +56,10 @@ class StateStore {
   absl::Status SaveFunction(const FunctionSpec& spec);
   // NotFound when no such function is stored.
   absl::Status RemoveFunction(absl::string_view name);
-  // Re-parses every stored spec (so it reads `code` directories as ParseFunctionSpec does).
+  // Re-parses every stored spec (so it reads `code` directories as ParseFunctionSpec does,
+  // and a spec whose code `code_policy` now refuses is a warning, not a function).
   // Fails only when the functions directory cannot be listed.
-  absl::StatusOr<LoadedFunctions> LoadFunctions() const;
+  absl::StatusOr<LoadedFunctions> LoadFunctions(const CodePolicy& code_policy) const;
 
   // Stores a script and returns "sha256:<hex>". Idempotent. InvalidArgument past
   // kMaxScriptBytes.

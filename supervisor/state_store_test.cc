@@ -73,7 +73,7 @@ class StateStoreTest : public ::testing::Test {
     absl::StatusOr<FunctionSpec> spec =
         ParseFunctionSpec(absl::StrCat("name = \"", name,
                                        "\"\nentry = \"handler.py:main\"\ncode = \"code\"\n", extra),
-                          name + ".toml", root_);
+                          name + ".toml", root_, CodePolicy{});
     EXPECT_TRUE(spec.ok()) << spec.status();
     return spec.ok() ? *spec : FunctionSpec{};
   }
@@ -132,7 +132,7 @@ TEST_F(StateStoreTest, FunctionsRoundTripAndSurviveARestart) {
   store.reset();  // the supervisor restarts
   store = OpenStore();
   ASSERT_NE(store, nullptr);
-  absl::StatusOr<LoadedFunctions> loaded = store->LoadFunctions();
+  absl::StatusOr<LoadedFunctions> loaded = store->LoadFunctions(CodePolicy{});
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   EXPECT_THAT(loaded->warnings, IsEmpty());
   ASSERT_THAT(loaded->functions, SizeIs(2));
@@ -151,7 +151,7 @@ TEST_F(StateStoreTest, SaveReplacesAndRemoveDeletes) {
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store->SaveFunction(Spec("hello")).ok());
   ASSERT_TRUE(store->SaveFunction(Spec("hello", "spares = 5\n")).ok());
-  absl::StatusOr<LoadedFunctions> loaded = store->LoadFunctions();
+  absl::StatusOr<LoadedFunctions> loaded = store->LoadFunctions(CodePolicy{});
   ASSERT_TRUE(loaded.ok());
   ASSERT_THAT(loaded->functions, SizeIs(1));
   EXPECT_EQ(loaded->functions[0].spares, 5);
@@ -160,7 +160,7 @@ TEST_F(StateStoreTest, SaveReplacesAndRemoveDeletes) {
   EXPECT_THAT(Names(state_ + "/functions"), IsEmpty());
   EXPECT_EQ(store->RemoveFunction("hello").code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(store->RemoveFunction("../scripts/x").code(), absl::StatusCode::kInvalidArgument);
-  loaded = store->LoadFunctions();
+  loaded = store->LoadFunctions(CodePolicy{});
   ASSERT_TRUE(loaded.ok());
   EXPECT_THAT(loaded->functions, IsEmpty());
 }
@@ -193,7 +193,7 @@ TEST_F(StateStoreTest, BrokenFilesAreWarningsNotFatal) {
            "name = \"good\"\nentry = \"handler.py:main\"\ncode = \"code\"\n");
   WriteAll(dir + "/stray.origin", "x\ny\n");  // a crash between RemoveFunction's two unlinks
 
-  absl::StatusOr<LoadedFunctions> loaded = store->LoadFunctions();
+  absl::StatusOr<LoadedFunctions> loaded = store->LoadFunctions(CodePolicy{});
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   ASSERT_THAT(loaded->functions, SizeIs(1));
   EXPECT_EQ(loaded->functions[0].name, "good");
@@ -203,6 +203,34 @@ TEST_F(StateStoreTest, BrokenFilesAreWarningsNotFatal) {
   EXPECT_THAT(loaded->warnings[2], HasSubstr("noorigin.toml: not loaded: "));
   EXPECT_THAT(loaded->warnings[3],
               HasSubstr("renamed.toml: not loaded: renamed.toml names the function \"good\""));
+}
+
+// A function registered before its code was refused (code = "/", or inside the state dir)
+// is not served again after a restart; the others are.
+TEST_F(StateStoreTest, LoadSkipsStoredSpecsWhoseCodeIsNowRefused) {
+  std::unique_ptr<StateStore> store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->SaveFunction(Spec("good")).ok());
+  const std::string dir = state_ + "/functions";
+  WriteAll(dir + "/root.toml", "name = \"root\"\nentry = \"handler.py:main\"\ncode = \"/\"\n");
+  WriteAll(dir + "/root.origin", "root.toml\n" + root_ + "\n");
+  fs::create_directories(state_ + "/peek");
+  WriteAll(state_ + "/peek/handler.py", "def main(event):\n    return 1\n");
+  WriteAll(dir + "/peek.toml", "name = \"peek\"\nentry = \"handler.py:main\"\ncode = \"peek\"\n");
+  WriteAll(dir + "/peek.origin", "peek.toml\n" + state_ + "\n");
+  CodePolicy policy;
+  policy.private_dirs.push_back({state_, "the state directory", true});
+
+  absl::StatusOr<LoadedFunctions> loaded = store->LoadFunctions(policy);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_THAT(loaded->functions, SizeIs(1));
+  EXPECT_EQ(loaded->functions[0].name, "good");
+  ASSERT_THAT(loaded->warnings, SizeIs(2));
+  EXPECT_THAT(loaded->warnings[0],
+              HasSubstr("peek.toml: not loaded: peek.toml:3: code: \"peek\": " + state_ +
+                        "/peek lies inside the state directory"));
+  EXPECT_THAT(loaded->warnings[1],
+              HasSubstr("root.toml: not loaded: root.toml:3: code: \"/\": / is the host's root"));
 }
 
 // A pid that no process has any more: a child that has exited and been reaped.
@@ -241,7 +269,7 @@ TEST_F(StateStoreTest, NoTempFilesLeftAndDeadWritersLeftoversAreCleaned) {
   ASSERT_NE(store, nullptr);
   EXPECT_THAT(Names(state_ + "/functions"), ElementsAre(live, "hello.origin", "hello.toml"));
   EXPECT_THAT(Names(state_ + "/scripts"), ElementsAre(images::DigestHex(*digest) + ".py"));
-  absl::StatusOr<LoadedFunctions> loaded = store->LoadFunctions();
+  absl::StatusOr<LoadedFunctions> loaded = store->LoadFunctions(CodePolicy{});
   ASSERT_TRUE(loaded.ok());
   EXPECT_THAT(loaded->warnings, IsEmpty());  // temp files are never taken for specs
   ASSERT_THAT(loaded->functions, SizeIs(1));

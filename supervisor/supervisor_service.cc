@@ -37,14 +37,19 @@ ExecReply ErrorReply(absl::Status status) {
 }  // namespace
 
 SupervisorService::SupervisorService(std::unique_ptr<StateStore> store, SupervisorOptions options)
-    : store_(std::move(store)), options_(std::move(options)) {}
+    : store_(std::move(store)), options_(std::move(options)) {
+  options_.code_policy.private_dirs.push_back(
+      {ResolvePolicyPath(store_->dir()),
+       "the supervisor's state directory, which holds every function's spec and [env]"});
+}
 
 absl::StatusOr<std::unique_ptr<SupervisorService>> SupervisorService::Create(
     std::unique_ptr<StateStore> store, SupervisorOptions options,
     std::vector<std::string>* warnings) {
   std::unique_ptr<SupervisorService> service(
       new SupervisorService(std::move(store), std::move(options)));
-  absl::StatusOr<LoadedFunctions> loaded = service->store_->LoadFunctions();
+  absl::StatusOr<LoadedFunctions> loaded =
+      service->store_->LoadFunctions(service->options_.code_policy);
   if (!loaded.ok()) return loaded.status();
   for (std::string& warning : loaded->warnings) warnings->push_back(std::move(warning));
   for (FunctionSpec& spec : loaded->functions) service->Register(std::move(spec));
@@ -109,7 +114,8 @@ std::shared_ptr<Function> SupervisorService::Find(const std::string& name) {
 absl::StatusOr<FunctionInfo> SupervisorService::Up(const std::string& spec_toml,
                                                    const std::string& origin,
                                                    const std::string& base_dir) {
-  absl::StatusOr<FunctionSpec> spec = ParseFunctionSpec(spec_toml, origin, base_dir);
+  absl::StatusOr<FunctionSpec> spec =
+      ParseFunctionSpec(spec_toml, origin, base_dir, options_.code_policy);
   if (!spec.ok()) return spec.status();
   absl::Status saved = store_->SaveFunction(*spec);
   if (!saved.ok()) return saved;

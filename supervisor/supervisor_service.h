@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "supervisor/code_policy.h"
 #include "supervisor/function.h"
 #include "supervisor/service.h"
 #include "supervisor/state_store.h"
@@ -25,6 +26,8 @@ struct SupervisorOptions {
   int workers = 64;             // requests running at once, over all functions
   size_t max_queued = 10'000;   // waiting requests past this get ResourceExhausted
   bool warm_on_up = true;       // warm a function in the background when it is registered
+  // Where `code` may come from; the state store's own dir is added to its private dirs.
+  CodePolicy code_policy;
 };
 
 class SupervisorService : public Service {

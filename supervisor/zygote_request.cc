@@ -124,9 +124,10 @@ Answer AwaitAnswer(int channel, const CancelSignal& cancel, Clock::time_point de
   }
 }
 
-// Fills the outcome from the child's wait status (if known) and its cgroup's counters.
-void DescribeEnd(const Answer& answer, std::optional<int> status, const core::CgroupUsage& usage,
-                 ExecReply* reply) {
+// Fills the outcome from the child's wait status (if known) and its cgroup's counters,
+// except a pids-limit hit (DescribeEnd's).
+void DescribeEnding(const Answer& answer, std::optional<int> status, const core::CgroupUsage& usage,
+                    ExecReply* reply) {
   RequestOutcome& outcome = reply->outcome;
   outcome.oom_killed = usage.oom_kills > 0;
   outcome.peak_rss_kb = usage.memory_peak_bytes / 1024;
@@ -181,6 +182,18 @@ void DescribeEnd(const Answer& answer, std::optional<int> status, const core::Cg
                                ? absl::StrCat("the process exited with ", outcome.exit_code,
                                               " before answering")
                                : answer.protocol_error;
+  }
+}
+
+// As `zygo run` says it (core/launch.cc): a request that had a fork refused by its pids
+// limit ended with pids_limit, whatever it did next (the handler may have caught the
+// error and returned), unless its deadline or the OOM killer ended it.
+void DescribeEnd(const Answer& answer, std::optional<int> status, const core::CgroupUsage& usage,
+                 ExecReply* reply) {
+  DescribeEnding(answer, status, usage, reply);
+  RequestOutcome& outcome = reply->outcome;
+  if (usage.pids_max_hits > 0 && outcome.status != "timeout" && outcome.status != "oom") {
+    outcome.status = "pids_limit";
   }
 }
 
@@ -299,12 +312,14 @@ void Zygote::Run(const SpareRequest& request, const CancelSignal& cancel,
     status = WaitExitStatus(spare->id, absl::Seconds(2));
   }
   if (answer.ending == Ending::kChildGone) answered_at = Clock::now();
-  // A reply (the hot path) needs only the memory peak now; the rest of the counters are
-  // read after the reply, to decide whether the cgroup can be used again.
+  // A reply (the hot path) needs only the memory peak and whether a fork was refused now;
+  // whether the cgroup can be used again is asked once it is empty (DestroySpare).
   core::CgroupUsage usage;
   if (spare->cgroup && answer.ending == Ending::kDone) {
     absl::StatusOr<int64_t> peak = spare->cgroup->ReadMemoryPeak();
     if (peak.ok()) usage.memory_peak_bytes = *peak;
+    absl::StatusOr<int64_t> pids_hits = spare->cgroup->ReadPidsMaxHits();
+    if (pids_hits.ok()) usage.pids_max_hits = *pids_hits;
   } else if (spare->cgroup) {
     absl::StatusOr<core::CgroupUsage> read = spare->cgroup->ReadUsage();
     if (read.ok()) usage = *read;
@@ -329,11 +344,7 @@ void Zygote::Run(const SpareRequest& request, const CancelSignal& cancel,
   deliver(std::move(reply));
 
   if (report_touched && answer.ending == Ending::kDone) LearnTouched(*spare);
-  if (clean_end && spare->cgroup) {
-    absl::StatusOr<core::CgroupUsage> counted = spare->cgroup->ReadLimitHits();
-    spare->cgroup_reusable =
-        counted.ok() && counted->oom_kills == 0 && counted->pids_max_hits == 0;
-  }
+  spare->cgroup_reusable = clean_end;
   // After the reply: the child exits by itself; its cgroup goes once the zygote has
   // reaped it (see RetireSpare), without this thread waiting for that.
   if (status.has_value()) {

@@ -22,8 +22,8 @@ struct Zygote::Spare {
   std::unique_ptr<core::Cgroup> cgroup;  // its own, nested in the function's; null unlimited
   int64_t fork_us = 0;                   // Spawn sent until Forked arrived
   int64_t admit_us = 0;                  // making its cgroup and moving it in
-  // The request ended without an OOM kill or a pids-limit hit: once empty, its cgroup can
-  // serve the next spare (counters that cannot be reset stayed at zero).
+  // The request ended by itself (an answer, not a kill): once empty, its cgroup can serve
+  // the next spare if no limit was hit (counters that cannot be reset are still zero).
   bool cgroup_reusable = false;
   // Sent Join (cgroup v1): its answer, Joined or Error, is read before its Run.
   bool joining = false;

@@ -169,7 +169,16 @@ void Zygote::DestroySpare(std::unique_ptr<Spare> spare) {
   KillSpare(*spare);
   spare->channel.Reset();
   if (!spare->cgroup) return;
-  if (spare->cgroup_reusable && !dead_.load() && spare->cgroup->ResetPeak().ok()) {
+  bool reuse = spare->cgroup_reusable && !dead_.load();
+  if (reuse) {
+    // Asked now that it is empty, so no late fork or allocation of its last request can
+    // leave a count behind for the next one to be blamed for (pids.events and the OOM
+    // counters cannot be reset).
+    absl::StatusOr<core::CgroupUsage> hits = spare->cgroup->ReadLimitHits();
+    reuse = hits.ok() && hits->oom_kills == 0 && hits->pids_max_hits == 0 &&
+            spare->cgroup->ResetPeak().ok();
+  }
+  if (reuse) {
     std::lock_guard<std::mutex> lock(mu_);
     if (free_cgroups_.size() < kMaxFreeCgroups) {
       free_cgroups_.push_back(std::move(spare->cgroup));

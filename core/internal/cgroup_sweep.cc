@@ -1,53 +1,222 @@
+// Stale cgroups: found by name (Zygo's "<prefix><pid>-<n>", its pid gone), judged whole
+// (every nested cgroup named by the same zygo, no process anywhere in it), removed
+// deepest first.
 #include "core/internal/cgroup_sweep.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
+#include "core/base/sys/fs.h"
+#include "core/internal/cgroup_fs.h"
 
 namespace zygo::core::internal {
 namespace {
 
-// rmdir of a cgroup and, first, of the cgroups nested in it (a supervisor's per-request
-// ones). A cgroup directory holds only the kernel's files and its children, so the
-// subdirectories are exactly the nested cgroups; a cgroup with members stays.
-void RemoveCgroupTree(const std::string& path, int depth) {
-  if (depth > 8) return;
-  if (DIR* dir = opendir(path.c_str())) {
-    while (struct dirent* entry = readdir(dir)) {
-      absl::string_view name = entry->d_name;
-      if (entry->d_type != DT_DIR || name == "." || name == "..") continue;
-      RemoveCgroupTree(absl::StrCat(path, "/", name), depth + 1);
-    }
-    closedir(dir);
+namespace sys = ::zygo::base::sys;
+
+constexpr int kMaxWalkDepth = 16;   // systemd's trees are a handful of levels deep
+constexpr int kMaxNestedDepth = 4;  // the supervisor nests one level
+constexpr size_t kMaxWalkedDirs = 100'000;
+constexpr auto kMemberPoll = std::chrono::milliseconds(20);
+
+bool AllDigits(absl::string_view text) {
+  return !text.empty() && std::all_of(text.begin(), text.end(), absl::ascii_isdigit);
+}
+
+// "<word>-<owner>-<n>", a cgroup the zygo `owner` nested in one of its own.
+bool IsNestedName(absl::string_view name, pid_t owner) {
+  const size_t dash = name.find('-');
+  if (dash == absl::string_view::npos || dash == 0) return false;
+  const absl::string_view word = name.substr(0, dash + 1);
+  if (!std::all_of(word.begin(), word.end() - 1, absl::ascii_islower)) return false;
+  return ZygoCgroupOwner(name, word) == owner;
+}
+
+bool IsAlive(pid_t pid) { return kill(pid, 0) == 0 || errno != ESRCH; }
+
+// The names of `dir`'s subdirectories: on cgroupfs, exactly its child cgroups.
+std::vector<std::string> Subdirectories(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* handle = opendir(dir.c_str());
+  if (handle == nullptr) return names;
+  while (struct dirent* entry = readdir(handle)) {
+    const absl::string_view name = entry->d_name;
+    if (entry->d_type == DT_DIR && name != "." && name != "..") names.emplace_back(name);
   }
-  rmdir(path.c_str());
+  closedir(handle);
+  return names;
+}
+
+// One directory of a stale cgroup: itself and the cgroups nested in it, deepest first.
+struct StaleDir {
+  std::vector<std::string> tree;
+  std::vector<std::string> nested_names;
+  std::string foreign;  // the first subdirectory that is no cgroup of its owner's
+};
+
+void ListNested(const std::string& dir, pid_t owner, int depth, StaleDir* found) {
+  for (const std::string& name : Subdirectories(dir)) {
+    const std::string path = absl::StrCat(dir, "/", name);
+    if (!IsNestedName(name, owner) || depth >= kMaxNestedDepth) {
+      if (found->foreign.empty()) found->foreign = path;
+      continue;
+    }
+    found->nested_names.push_back(name);
+    ListNested(path, owner, depth + 1, found);
+  }
+  found->tree.push_back(dir);
+}
+
+struct Group {
+  StaleCgroup cgroup;
+  std::vector<StaleDir> dirs;
+};
+
+// Looks through `dir`'s children (and with `walk` their subtrees) for stale cgroups. A
+// Zygo-named directory is never walked into: its contents are judged with it.
+void Scan(const std::string& dir, const std::string& prefix, bool walk, int depth, size_t* budget,
+          std::map<std::string, Group>* groups) {
+  for (const std::string& name : Subdirectories(dir)) {
+    if (*budget == 0) return;
+    --*budget;
+    const std::string path = absl::StrCat(dir, "/", name);
+    const std::optional<pid_t> owner = ZygoCgroupOwner(name, prefix);
+    if (!owner.has_value()) {
+      if (walk && depth < kMaxWalkDepth) Scan(path, prefix, walk, depth + 1, budget, groups);
+      continue;
+    }
+    if (*owner == getpid() || IsAlive(*owner)) continue;
+    Group& group = (*groups)[name];
+    group.cgroup.name = name;
+    group.cgroup.owner = *owner;
+    group.cgroup.dirs.push_back(path);
+    StaleDir found;
+    ListNested(path, *owner, 0, &found);
+    group.dirs.push_back(std::move(found));
+  }
+}
+
+// Its own processes, or (v2's cgroup.events) any below it, in any pid namespace.
+bool HasMembers(const std::string& dir) {
+  absl::StatusOr<std::string> procs = sys::ReadFile(absl::StrCat(dir, "/cgroup.procs"));
+  if (procs.ok() && !absl::StripAsciiWhitespace(*procs).empty()) return true;
+  absl::StatusOr<std::string> events = sys::ReadFile(absl::StrCat(dir, "/cgroup.events"));
+  return events.ok() && absl::StrContains(*events, "populated 1");
+}
+
+// The first directory of the group that has processes, or "".
+std::string BusyDir(const Group& group) {
+  for (const StaleDir& dir : group.dirs) {
+    for (const std::string& path : dir.tree) {
+      if (HasMembers(path)) return path;
+    }
+  }
+  return "";
+}
+
+std::string Foreign(const Group& group) {
+  for (const StaleDir& dir : group.dirs) {
+    if (!dir.foreign.empty()) return dir.foreign;
+  }
+  return "";
+}
+
+// Waits until no group that could be removed has processes, or the deadline.
+void WaitForMembers(const std::map<std::string, Group>& groups, absl::Duration wait) {
+  const auto deadline = std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(wait);
+  for (;;) {
+    bool busy = false;
+    for (const auto& [name, group] : groups) {
+      busy = busy || (Foreign(group).empty() && !BusyDir(group).empty());
+    }
+    if (!busy || std::chrono::steady_clock::now() >= deadline) return;
+    std::this_thread::sleep_for(kMemberPoll);
+  }
+}
+
+// Deepest first; the first failure keeps the rest (a parent cannot go before its children).
+void Remove(Group* group) {
+  if (std::string foreign = Foreign(*group); !foreign.empty()) {
+    group->cgroup.kept_because = absl::StrCat("it holds ", foreign, ", which Zygo did not name");
+    return;
+  }
+  if (std::string busy = BusyDir(*group); !busy.empty()) {
+    group->cgroup.kept_because = absl::StrCat("processes are still in ", busy);
+    return;
+  }
+  for (const StaleDir& dir : group->dirs) {
+    for (const std::string& path : dir.tree) {
+      absl::Status removed = RemoveCgroupDir(path, "processes");
+      if (!removed.ok()) {
+        group->cgroup.kept_because = std::string(removed.message());
+        return;
+      }
+    }
+  }
+  group->cgroup.removed = true;
+}
+
+std::string Resolved(const std::string& path) {
+  char resolved[PATH_MAX];
+  return ::realpath(path.c_str(), resolved) != nullptr ? std::string(resolved) : path;
 }
 
 }  // namespace
 
-void SweepStaleCgroups(const std::string& parent_dir, const std::string& prefix) {
-  DIR* dir = opendir(parent_dir.c_str());
-  if (dir == nullptr) return;
-  while (struct dirent* entry = readdir(dir)) {
-    absl::string_view name = entry->d_name;
-    if (entry->d_type != DT_DIR || name.substr(0, prefix.size()) != prefix) continue;
-    absl::string_view rest = name.substr(prefix.size());
-    size_t dash = rest.find('-');
-    int pid = 0;
-    if (dash == absl::string_view::npos || !absl::SimpleAtoi(rest.substr(0, dash), &pid) ||
-        pid <= 0 || pid == getpid()) {
-      continue;
-    }
-    // A live process with that pid (the owner, or an unrelated reuse): leave it.
-    if (kill(pid, 0) == 0 || errno != ESRCH) continue;
-    RemoveCgroupTree(absl::StrCat(parent_dir, "/", name), 0);
+std::optional<pid_t> ZygoCgroupOwner(absl::string_view name, absl::string_view prefix) {
+  if (!absl::ConsumePrefix(&name, prefix)) return std::nullopt;
+  const size_t dash = name.find('-');
+  if (dash == absl::string_view::npos || !AllDigits(name.substr(dash + 1))) return std::nullopt;
+  int pid = 0;
+  if (!AllDigits(name.substr(0, dash)) || !absl::SimpleAtoi(name.substr(0, dash), &pid) ||
+      pid <= 0) {
+    return std::nullopt;
   }
-  closedir(dir);
+  return static_cast<pid_t>(pid);
+}
+
+std::vector<StaleCgroup> SweepStaleCgroups(const std::vector<SweepHierarchy>& hierarchies,
+                                           const std::string& prefix,
+                                           const StaleSweepOptions& options) {
+  std::set<std::string> seen;
+  std::map<std::string, Group> groups;
+  size_t budget = kMaxWalkedDirs;
+  for (const SweepHierarchy& hierarchy : hierarchies) {
+    // Co-mounted controllers share one directory under two names (cpu -> cpu,cpuacct).
+    const std::string start =
+        Resolved(options.everywhere ? hierarchy.mount_dir : hierarchy.parent_dir);
+    if (!seen.insert(start).second) continue;
+    Scan(start, prefix, options.everywhere, 0, &budget, &groups);
+  }
+  if (options.remove && options.wait_for_members > absl::ZeroDuration()) {
+    WaitForMembers(groups, options.wait_for_members);
+  }
+  std::vector<StaleCgroup> stale;
+  for (auto& [name, group] : groups) {
+    std::set<std::string> nested;
+    for (const StaleDir& dir : group.dirs) {
+      nested.insert(dir.nested_names.begin(), dir.nested_names.end());
+    }
+    group.cgroup.nested = static_cast<int>(nested.size());
+    if (options.remove) Remove(&group);
+    stale.push_back(std::move(group.cgroup));
+  }
+  return stale;
 }
 
 }  // namespace zygo::core::internal

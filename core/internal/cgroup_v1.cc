@@ -41,6 +41,9 @@ class CgroupV1 : public Cgroup {
   absl::StatusOr<std::vector<int>> SelfJoinFiles() override;
   absl::StatusOr<CgroupUsage> ReadUsage() const override;
   absl::StatusOr<int64_t> ReadMemoryPeak() const override { return memory_peak_.Read(0); }
+  absl::StatusOr<int64_t> ReadPidsMaxHits() const override {
+    return pids_events_.ReadKeyed("max", 0);
+  }
   absl::StatusOr<CgroupUsage> ReadLimitHits() const override;
   absl::StatusOr<std::unique_ptr<Cgroup>> CreateChild(const CgroupLimits& limits,
                                                       const std::string& prefix) override;
@@ -309,7 +312,7 @@ absl::StatusOr<V1Hierarchy> FindHierarchy(const CgroupProbeOptions& options,
     return absl::NotFoundError(
         absl::StrCat(controller, ": own cgroup directory ", parent, " does not exist"));
   }
-  return V1Hierarchy{member->hierarchy_id, parent};
+  return V1Hierarchy{member->hierarchy_id, parent, mount};
 }
 
 }  // namespace
@@ -361,15 +364,23 @@ absl::StatusOr<V1Layout> ResolveV1Layout(const CgroupProbeOptions& options) {
 CgroupV1Driver::CgroupV1Driver(V1Layout layout, std::string name_prefix)
     : layout_(std::move(layout)), name_prefix_(std::move(name_prefix)) {}
 
+std::vector<StaleCgroup> CgroupV1Driver::SweepStale(const StaleSweepOptions& options) {
+  std::vector<SweepHierarchy> hierarchies;
+  for (const V1Hierarchy* hierarchy : {&layout_.memory, &layout_.pids, &layout_.cpu}) {
+    hierarchies.push_back({hierarchy->parent_dir, hierarchy->mount_dir});
+  }
+  if (layout_.cpuacct.has_value()) {
+    hierarchies.push_back({layout_.cpuacct->parent_dir, layout_.cpuacct->mount_dir});
+  }
+  return SweepStaleCgroups(hierarchies, name_prefix_, options);
+}
+
 absl::StatusOr<std::unique_ptr<Cgroup>> CgroupV1Driver::Create(const CgroupLimits& limits) {
   ZYGO_RETURN_IF_ERROR(CheckLimits(limits));
   ZYGO_ASSIGN_OR_RETURN(const std::string name, NewCgroupName(name_prefix_));
   auto cgroup = std::make_unique<CgroupV1>();
   // On failure, `cgroup`'s destructor removes whatever directories were made.
-  for (const V1Hierarchy* hierarchy : {&layout_.memory, &layout_.pids, &layout_.cpu}) {
-    SweepStaleCgroups(hierarchy->parent_dir, name_prefix_);
-  }
-  if (layout_.cpuacct.has_value()) SweepStaleCgroups(layout_.cpuacct->parent_dir, name_prefix_);
+  SweepStale({.remove = true});
   ZYGO_RETURN_IF_ERROR(cgroup->MakeDirs(layout_, name));
   ZYGO_RETURN_IF_ERROR(cgroup->WriteMemoryLimit(limits.memory_bytes));
   ZYGO_RETURN_IF_ERROR(cgroup->WritePidsLimit(limits.pids_max));

@@ -30,6 +30,7 @@ absl::StatusOr<std::vector<V1Membership>> ParseV1SelfCgroup(absl::string_view co
 struct V1Hierarchy {
   int id = 0;              // Hierarchy id from /proc/self/cgroup: same id, same directory.
   std::string parent_dir;  // Mount directory joined with the caller's own cgroup path.
+  std::string mount_dir;   // The mount directory itself (where stale cgroups are looked for).
 };
 
 struct V1Layout {
@@ -58,6 +59,9 @@ class CgroupV1Driver : public CgroupDriver {
   // caller's own cgroup directories (root, or a delegated subtree). Keeps the kernel
   // OOM killer on so that OOM kills happen and are counted.
   absl::StatusOr<std::unique_ptr<Cgroup>> Create(const CgroupLimits& limits) override;
+
+  // In every hierarchy of the layout (one directory per cgroup and hierarchy).
+  std::vector<StaleCgroup> SweepStale(const StaleSweepOptions& options) override;
 
   const V1Layout& layout() const { return layout_; }
 

@@ -87,6 +87,9 @@ class CgroupV2 : public Cgroup {
   absl::StatusOr<CgroupUsage> ReadUsage() const override;
   // memory.peak appeared in Linux 5.19; 0 before.
   absl::StatusOr<int64_t> ReadMemoryPeak() const override { return memory_peak_.Read(0); }
+  absl::StatusOr<int64_t> ReadPidsMaxHits() const override {
+    return pids_events_.ReadKeyed("max", 0);
+  }
   absl::StatusOr<CgroupUsage> ReadLimitHits() const override;
   absl::StatusOr<std::unique_ptr<Cgroup>> CreateChild(const CgroupLimits& limits,
                                                       const std::string& prefix) override;
@@ -262,15 +265,22 @@ absl::StatusOr<std::string> ResolveV2Parent(const CgroupProbeOptions& options) {
   return parent;
 }
 
-CgroupV2Driver::CgroupV2Driver(std::string parent_dir, std::string name_prefix)
-    : parent_dir_(std::move(parent_dir)), name_prefix_(std::move(name_prefix)) {}
+CgroupV2Driver::CgroupV2Driver(std::string parent_dir, std::string name_prefix,
+                               std::string mount_root)
+    : parent_dir_(std::move(parent_dir)),
+      name_prefix_(std::move(name_prefix)),
+      mount_root_(std::move(mount_root)) {}
+
+std::vector<StaleCgroup> CgroupV2Driver::SweepStale(const StaleSweepOptions& options) {
+  return SweepStaleCgroups({{parent_dir_, mount_root_}}, name_prefix_, options);
+}
 
 absl::StatusOr<std::unique_ptr<Cgroup>> CgroupV2Driver::Create(const CgroupLimits& limits) {
   ZYGO_RETURN_IF_ERROR(CheckLimits(limits));
   ZYGO_ASSIGN_OR_RETURN(const std::string name, NewCgroupName(name_prefix_));
   // Must precede the mkdir: a child gets only the controllers enabled in its parent.
   ZYGO_RETURN_IF_ERROR(EnableControllers(parent_dir_));
-  SweepStaleCgroups(parent_dir_, name_prefix_);
+  SweepStale({.remove = true});
   const std::string dir = absl::StrCat(parent_dir_, "/", name);
   ZYGO_RETURN_IF_ERROR(MakeCgroupDir(dir));
   auto cgroup = std::make_unique<CgroupV2>(dir);

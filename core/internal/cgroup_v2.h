@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -31,8 +32,10 @@ absl::StatusOr<std::string> ResolveV2Parent(const CgroupProbeOptions& options);
 
 class CgroupV2Driver : public CgroupDriver {
  public:
-  // `parent_dir`: the caller's own cgroup directory; `name_prefix` must not contain '/'.
-  CgroupV2Driver(std::string parent_dir, std::string name_prefix);
+  // `parent_dir`: the caller's own cgroup directory, below the cgroup2 mount `mount_root`;
+  // `name_prefix` must not contain '/'.
+  CgroupV2Driver(std::string parent_dir, std::string name_prefix,
+                 std::string mount_root = "/sys/fs/cgroup");
 
   CgroupVersion version() const override { return CgroupVersion::kV2; }
 
@@ -45,11 +48,14 @@ class CgroupV2Driver : public CgroupDriver {
   // (the no-internal-process rule).
   absl::StatusOr<std::unique_ptr<Cgroup>> Create(const CgroupLimits& limits) override;
 
+  std::vector<StaleCgroup> SweepStale(const StaleSweepOptions& options) override;
+
   const std::string& parent_dir() const { return parent_dir_; }
 
  private:
   std::string parent_dir_;
   std::string name_prefix_;
+  std::string mount_root_;
 };
 
 }  // namespace zygo::core::internal

@@ -1,0 +1,232 @@
+// Stale cgroups on this host's real cgroupfs (v1 here, v2 on a unified host), in a private
+// parent cgroup of the test's own so that nobody else's cgroups are looked at: what a
+// killed zygo leaves is found and removed; what anything else made, a live zygo's, one
+// with processes in it and one holding a foreign cgroup are left.
+#include "core/internal/cgroup_sweep.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/cgroup.h"
+#include "core/internal/cgroup_v1.h"
+#include "core/internal/cgroup_v2.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace zygo::core {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+// A pid no process can have: one above the kernel's pid_max.
+pid_t DeadPid() {
+  int pid_max = 4'194'304;  // PID_MAX_LIMIT, when the sysctl cannot be read
+  std::ifstream("/proc/sys/kernel/pid_max") >> pid_max;
+  return static_cast<pid_t>(pid_max + 1);
+}
+
+TEST(ZygoCgroupOwner, OnlyZygosOwnNames) {
+  EXPECT_EQ(internal::ZygoCgroupOwner("zygo-812-3", "zygo-"), 812);
+  EXPECT_EQ(internal::ZygoCgroupOwner("request-812-30", "request-"), 812);
+  for (const char* other : {"zygo-812", "zygo-812-", "zygo--3", "zygo-0-1", "zygo-81x-3",
+                            "zygo-812-3x", "zygo-sweep-1", "xzygo-812-3", "zygo-812-3-4"}) {
+    EXPECT_EQ(internal::ZygoCgroupOwner(other, "zygo-"), std::nullopt) << other;
+  }
+}
+
+class CgroupSweepTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root to make cgroups";
+    absl::StatusOr<std::unique_ptr<CgroupDriver>> host = ProbeCgroupDriver();
+    if (!host.ok()) GTEST_SKIP() << "no usable cgroups: " << host.status();
+    const std::string name = absl::StrCat("sweep-test-", getpid());
+    if (auto* v2 = dynamic_cast<internal::CgroupV2Driver*>(host->get())) {
+      const std::string parent = absl::StrCat(v2->parent_dir(), "/", name);
+      MakeParent(parent);
+      driver_ = std::make_unique<internal::CgroupV2Driver>(parent, "zygo-");
+      return;
+    }
+    internal::V1Layout layout = dynamic_cast<internal::CgroupV1Driver&>(**host).layout();
+    for (internal::V1Hierarchy* h : {&layout.memory, &layout.pids, &layout.cpu}) {
+      h->parent_dir = absl::StrCat(h->parent_dir, "/", name);
+      MakeParent(h->parent_dir);
+    }
+    if (layout.cpuacct.has_value()) {
+      layout.cpuacct->parent_dir = absl::StrCat(layout.cpuacct->parent_dir, "/", name);
+      MakeParent(layout.cpuacct->parent_dir);
+    }
+    driver_ = std::make_unique<internal::CgroupV1Driver>(layout, "zygo-");
+  }
+
+  void TearDown() override {
+    for (pid_t pid : children_) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+    // Deepest first; only what this test made is below the parents.
+    for (auto parent = parents_.rbegin(); parent != parents_.rend(); ++parent) RemoveTree(*parent);
+  }
+
+  void MakeParent(const std::string& dir) {
+    if (std::find(parents_.begin(), parents_.end(), fs::weakly_canonical(dir).string()) !=
+        parents_.end()) {
+      return;  // co-mounted: one directory under two names
+    }
+    ASSERT_TRUE(mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST) << dir;
+    parents_.push_back(fs::weakly_canonical(dir).string());
+  }
+
+  static void RemoveTree(const std::string& dir) {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      if (entry.is_directory() && !entry.is_symlink()) RemoveTree(entry.path());
+    }
+    rmdir(dir.c_str());
+  }
+
+  // `relative` (e.g. "zygo-5-1/request-5-2") made in every private parent.
+  void Make(const std::string& relative) {
+    for (const std::string& parent : parents_) {
+      const std::string dir = absl::StrCat(parent, "/", relative);
+      ASSERT_EQ(mkdir(dir.c_str(), 0755), 0) << dir << ": " << strerror(errno);
+    }
+  }
+
+  bool Exists(const std::string& relative) const {
+    for (const std::string& parent : parents_) {
+      if (!fs::exists(absl::StrCat(parent, "/", relative))) return false;
+    }
+    return true;
+  }
+
+  // A child sleeping `seconds` in `relative` (in every hierarchy), or exiting after them.
+  void RunIn(const std::string& relative, int seconds) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      sleep(seconds);
+      _exit(0);
+    }
+    children_.push_back(pid);
+    for (const std::string& parent : parents_) {
+      std::ofstream(absl::StrCat(parent, "/", relative, "/cgroup.procs")) << pid;
+    }
+  }
+
+  static std::vector<std::string> Names(const std::vector<StaleCgroup>& stale) {
+    std::vector<std::string> names;
+    for (const StaleCgroup& cgroup : stale) names.push_back(cgroup.name);
+    return names;
+  }
+
+  std::unique_ptr<CgroupDriver> driver_;
+  std::vector<std::string> parents_;
+  std::vector<pid_t> children_;
+};
+
+TEST_F(CgroupSweepTest, AKilledZygosCgroupsGoWithTheirNestedOnesAndNothingElseDoes) {
+  const pid_t dead = DeadPid();
+  const std::string stale = absl::StrCat("zygo-", dead, "-1");
+  Make(stale);
+  Make(absl::StrCat(stale, "/zygote-", dead, "-2"));
+  Make(absl::StrCat(stale, "/request-", dead, "-3"));
+  // Controls: a live process's (our parent's), this process's own, and names Zygo does
+  // not give, one of them with the dead pid.
+  const std::vector<std::string> controls = {
+      absl::StrCat("zygo-", getppid(), "-1"), absl::StrCat("zygo-", getpid(), "-1"),
+      absl::StrCat("zygo-", dead, "-x"), absl::StrCat("other-", dead, "-1"),
+      absl::StrCat("zygo", dead, "-1")};
+  for (const std::string& control : controls) Make(control);
+
+  // Finding removes nothing.
+  std::vector<StaleCgroup> found = driver_->SweepStale({});
+  ASSERT_THAT(Names(found), ElementsAre(stale));
+  EXPECT_EQ(found[0].owner, dead);
+  EXPECT_EQ(found[0].nested, 2);
+  EXPECT_EQ(found[0].dirs.size(), parents_.size());
+  EXPECT_FALSE(found[0].removed);
+  EXPECT_TRUE(Exists(stale));
+
+  std::vector<StaleCgroup> swept = driver_->SweepStale({.remove = true});
+  ASSERT_THAT(Names(swept), ElementsAre(stale));
+  EXPECT_TRUE(swept[0].removed) << swept[0].kept_because;
+  EXPECT_FALSE(Exists(stale));
+  for (const std::string& control : controls) EXPECT_TRUE(Exists(control)) << control;
+  EXPECT_THAT(driver_->SweepStale({}), IsEmpty());
+}
+
+TEST_F(CgroupSweepTest, OneWithProcessesOrAForeignCgroupInsideIsKept) {
+  const pid_t dead = DeadPid();
+  const std::string busy = absl::StrCat("zygo-", dead, "-1");
+  const std::string foreign = absl::StrCat("zygo-", dead, "-2");
+  Make(busy);
+  Make(absl::StrCat(busy, "/request-", dead, "-3"));
+  RunIn(absl::StrCat(busy, "/request-", dead, "-3"), 60);
+  Make(foreign);
+  Make(absl::StrCat(foreign, "/keep-me"));
+
+  std::vector<StaleCgroup> swept = driver_->SweepStale({.remove = true});
+  ASSERT_THAT(Names(swept), ElementsAre(busy, foreign));
+  EXPECT_FALSE(swept[0].removed);
+  EXPECT_THAT(swept[0].kept_because, HasSubstr("processes are still in"));
+  EXPECT_FALSE(swept[1].removed);
+  EXPECT_THAT(swept[1].kept_because, HasSubstr("/keep-me, which Zygo did not name"));
+  EXPECT_TRUE(Exists(absl::StrCat(busy, "/request-", dead, "-3")));
+  EXPECT_TRUE(Exists(absl::StrCat(foreign, "/keep-me")));
+
+  // Control: once its process is gone, the same cgroup goes.
+  kill(children_[0], SIGKILL);
+  waitpid(children_[0], nullptr, 0);
+  children_.clear();
+  swept = driver_->SweepStale({.remove = true});
+  ASSERT_THAT(Names(swept), ElementsAre(busy, foreign));
+  EXPECT_TRUE(swept[0].removed) << swept[0].kept_because;
+  EXPECT_FALSE(Exists(busy));
+}
+
+TEST_F(CgroupSweepTest, ItsLastProcessesAreWaitedFor) {
+  const pid_t dead = DeadPid();
+  const std::string stale = absl::StrCat("zygo-", dead, "-1");
+  Make(stale);
+  RunIn(stale, 1);  // leaves by itself after a second
+  std::vector<StaleCgroup> swept =
+      driver_->SweepStale({.remove = true, .wait_for_members = absl::Seconds(10)});
+  ASSERT_THAT(Names(swept), ElementsAre(stale));
+  EXPECT_TRUE(swept[0].removed) << swept[0].kept_because;
+}
+
+TEST_F(CgroupSweepTest, EverywhereLooksBelowOtherCgroups) {
+  const pid_t dead = DeadPid();
+  const std::string stale = absl::StrCat("other-parent/zygo-", dead, "-1");
+  Make("other-parent");
+  Make(stale);
+  EXPECT_THAT(driver_->SweepStale({}), IsEmpty());
+  // The whole hierarchy: other (dead) zygos' cgroups may be found too; only ours are asked
+  // about, and nothing is removed.
+  std::set<std::string> names;
+  for (const StaleCgroup& cgroup : driver_->SweepStale({.everywhere = true})) {
+    names.insert(cgroup.name);
+  }
+  EXPECT_TRUE(names.count(absl::StrCat("zygo-", dead, "-1"))) << "not found everywhere";
+  EXPECT_TRUE(Exists(stale));
+}
+
+}  // namespace
+}  // namespace zygo::core

@@ -1,0 +1,41 @@
+// The gtest fixture for attempts against a real supervisor (//supervisor, driven through
+// its HTTP API by SupervisorProcess) on this machine: a short directory of the test's own
+// for its sockets, state and the functions' code, removed afterwards.
+#ifndef ZYGO_SECURITY_TESTS_WARM_SUITE_H_
+#define ZYGO_SECURITY_TESTS_WARM_SUITE_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "gtest/gtest.h"
+#include "security_tests/supervisor_process.h"
+
+namespace zygo::testing {
+
+class WarmSuite : public ::testing::Test {
+ protected:
+  // Skips without root or /usr/bin/python3; makes dir_ (/tmp/warm-XXXXXX) and dir_/code.
+  void SetUp() override;
+  void TearDown() override;
+
+  // Starts the supervisor (stopping one already running) with `options`, whose dir is
+  // set to dir_; skips the test where no cgroups can be made.
+  void StartSupervisor(SupervisorProcess::Options options = {});
+
+  // Registers `spec` (TOML) as NAME.toml, its code relative to `base_dir` (dir_/code when
+  // empty): what the supervisor answered.
+  absl::Status Up(const std::string& name, const std::string& spec,
+                  const std::string& base_dir = "");
+
+  // Writes `content` to dir_/RELATIVE.
+  void WriteFile(const std::string& relative, const std::string& content) const;
+
+  std::string dir_;
+  std::unique_ptr<SupervisorProcess> supervisor_;
+};
+
+}  // namespace zygo::testing
+
+#endif  // ZYGO_SECURITY_TESTS_WARM_SUITE_H_

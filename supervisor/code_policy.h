@@ -1,0 +1,69 @@
+// Where a function's `code` may come from. The code directory is bound read-only at /code
+// in the function's sandbox, so whatever it holds is readable by the function's (untrusted)
+// code: never the host's root, a system directory or the supervisor's own state and
+// sockets; with --code-root, only what lies inside those roots.
+#ifndef ZYGO_SUPERVISOR_CODE_POLICY_H_
+#define ZYGO_SUPERVISOR_CODE_POLICY_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace zygo::supervisor {
+
+// A directory of the supervisor's own that no function may see: code may neither be it nor
+// contain it, and with `inside_too` not lie inside it either.
+struct PrivateDir {
+  std::string path;  // absolute, symlinks resolved (ResolvePolicyPath)
+  std::string what;  // for errors: "the supervisor's state directory, which holds ..."
+  // The state dir: true (its functions/ holds every spec). A socket dir: false, since a
+  // directory below it shows nothing of the sockets beside it.
+  bool inside_too = true;
+};
+
+// Every path here is absolute with symlinks resolved (ResolvePolicyPath).
+struct CodePolicy {
+  // When not empty, code must be one of these or lie inside one (`zygo serve --code-root`).
+  std::vector<std::string> roots;
+  // The supervisor's state dir (every function's spec and [env]) and its socket dirs (a
+  // function that sees a socket can connect to it, read-only bind or not, and call the API).
+  std::vector<PrivateDir> private_dirs;
+  // The exception: code the supervisor wrote itself (the state dir's demo/, which holds
+  // only the demo handler) may lie inside a private dir and outside the roots.
+  std::vector<std::string> own_code_dirs;
+};
+
+// InvalidArgument saying why `code` (absolute, symlinks resolved) may not be a function's
+// code, the message starting with the path ("/etc is a system directory ..."); OK when it
+// may be. Always refused, roots or not: `/`; a system directory (/bin, /boot, /dev, /etc,
+// /home, /lib*, /media, /mnt, /opt, /proc, /root, /run, /sbin, /snap, /srv, /sys, /tmp,
+// /usr and its top-level directories, /var and its top-level directories), which also
+// covers every directory containing one; anything inside /boot, /dev, /etc, /proc, /run,
+// /sys, /var/log or /var/run; the home directory of the account that owns `code`. Reads
+// the filesystem (stat) and the password database.
+absl::Status CheckCodeDir(const CodePolicy& policy, const std::string& code);
+
+// CheckCodeDir of `resolved`, what the absolute path `written` resolves to; when that went
+// through a symlink the message starts "resolves to RESOLVED; ".
+absl::Status CheckCodePath(const CodePolicy& policy, const std::string& written,
+                           const std::string& resolved);
+
+// `path` made absolute (against the working directory) with symlinks resolved; a path
+// that does not exist yet (a socket dir made later) is resolved as far as it exists.
+std::string ResolvePolicyPath(absl::string_view path);
+
+// A `--code-root DIR` value: an absolute path to an existing directory, resolved.
+// InvalidArgument naming the value otherwise.
+absl::StatusOr<std::string> ResolveCodeRoot(absl::string_view dir);
+
+// FailedPrecondition when `code` (as registered, so already resolved) no longer resolves
+// to itself: it is gone, or a component was swapped for a symlink since. A warm-up asks
+// before it binds the directory again.
+absl::Status CheckCodeStillResolves(const std::string& code);
+
+}  // namespace zygo::supervisor
+
+#endif  // ZYGO_SUPERVISOR_CODE_POLICY_H_
