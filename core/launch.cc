@@ -88,14 +88,15 @@ struct ChildReports {
   std::optional<ChildRecord> seccomp_kill;  // the first; a process is killed once
   std::vector<ChildRecord> seccomp_denials;
 
-  // Reads one record; false at EOF.
-  bool ReadOne(int fd) {
+  // Reads one record into `*out`; false at EOF.
+  bool ReadOne(int fd, ChildRecord* out) {
     ChildRecord record;
     ssize_t n;
     do {
       n = read(fd, &record, sizeof(record));
     } while (n < 0 && errno == EINTR);
     if (n != sizeof(record)) return false;
+    *out = record;
     switch (record.kind) {
       case ChildRecordKind::kSetupFailed:
         setup_failed = true;
@@ -305,13 +306,26 @@ class Run {
       }
       if (fds[1].revents & POLLIN) ForwardSignals();
       if (report_read_.valid() && (fds[2].revents & (POLLIN | POLLHUP))) {
-        if (!reports_.ReadOne(report_read_.get())) report_read_.Reset();
+        ReadReport();
       }
       if (fds[0].revents & POLLIN) init_exited = true;
     }
-    while (report_read_.valid() && reports_.ReadOne(report_read_.get())) {
-    }
+    while (report_read_.valid()) ReadReport();
     report_read_.Reset();
+  }
+
+  // One record from zygo-init; a seccomp kill is passed on as it happens.
+  void ReadReport() {
+    ChildRecord record{};
+    if (!reports_.ReadOne(report_read_.get(), &record)) {
+      report_read_.Reset();
+      return;
+    }
+    if (record.kind == ChildRecordKind::kSeccompKilled && options_.on_seccomp_kill) {
+      const uint32_t arch = static_cast<uint32_t>(record.err);
+      options_.on_seccomp_kill({static_cast<pid_t>(record.value), record.step,
+                                SyscallName(arch, record.step), ArchName(arch, record.step)});
+    }
   }
 
   void ForwardSignals() {

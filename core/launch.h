@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -30,6 +31,14 @@ using BeforeRelease = std::function<absl::Status(pid_t pid)>;
 absl::StatusOr<Outcome> Launch(const Plan& plan, CgroupDriver* driver,
                                const BeforeRelease& before_release = nullptr);
 
+// A process zygo-init killed for a call from a foreign ABI (i386, x32), as it happens.
+struct SeccompKillNotice {
+  pid_t sandbox_pid = 0;  // as the sandbox's pid namespace numbers it
+  int syscall = 0;
+  std::string name;  // "getpid", or "syscall N"
+  std::string arch;  // "i386", "x32"
+};
+
 // What a long-lived sandbox (the supervisor's zygotes) needs beyond a one-shot run.
 struct LaunchOptions {
   BeforeRelease before_release;
@@ -50,6 +59,9 @@ struct LaunchOptions {
   // (valid until Launch returns: dup it to keep it), and the sandbox's cgroup (null without
   // one; valid until Launch returns). Launch keeps supervising after it returns.
   std::function<void(pid_t pid, int pidfd, Cgroup* cgroup)> on_started;
+  // Called on Launch's thread for every process zygo-init kills for a foreign-ABI call
+  // while the sandbox runs (a zygote's requests; a one-shot run has it in its Outcome).
+  std::function<void(const SeccompKillNotice& notice)> on_seccomp_kill;
 };
 absl::StatusOr<Outcome> Launch(const Plan& plan, CgroupDriver* driver,
                                const LaunchOptions& options);

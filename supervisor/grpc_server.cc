@@ -59,6 +59,8 @@ void ToProto(const RequestOutcome& outcome, v1::Outcome* out) {
   out->set_oom_killed(outcome.oom_killed);
   out->set_peak_rss_kb(outcome.peak_rss_kb);
   out->set_wall_ms(outcome.wall_ms);
+  out->set_seccomp_syscall(outcome.seccomp_syscall);
+  out->set_seccomp_arch(outcome.seccomp_arch);
 }
 
 void ToProto(const PhaseTimings& timings, v1::Timings* out) {

@@ -49,13 +49,17 @@ struct PhaseTimings {
 
 // How the request's process ended (the warm-path counterpart of `zygo run --outcome`).
 struct RequestOutcome {
-  std::string status = "ok";  // ok, handler_error, nonzero_exit, signaled, timeout, oom, pids_limit
+  // ok, handler_error, nonzero_exit, signaled, timeout, oom, pids_limit, seccomp_killed
+  std::string status = "ok";
   int exit_code = 0;
   int signal = 0;
   bool timed_out = false;
   bool oom_killed = false;
   int64_t peak_rss_kb = 0;
   double wall_ms = 0;
+  // seccomp_killed: the call the request was killed for, and its ABI ("i386", "x32").
+  std::string seccomp_syscall;
+  std::string seccomp_arch;
 };
 
 // The reply to one request. `status` is OK when the request ran (even if the handler
@@ -68,7 +72,8 @@ struct ExecReply {
   bool ok = false;          // the handler returned (or the command exited 0)
   std::string result_json;  // python: the handler's return value as JSON text
   // When the handler raised or the process did not finish: error.type is the exception's
-  // class name, or "timeout", "oom", "crashed" (killed by a signal), "nonzero_exit".
+  // class name, or "timeout", "oom", "crashed" (killed by a signal), "seccomp" (killed for
+  // a call from a foreign ABI), "nonzero_exit".
   std::string error_type;
   std::string error_message;
   std::string traceback;

@@ -38,10 +38,14 @@ json ErrorValue(const ExecReply& reply) {
 }
 
 json OutcomeValue(const RequestOutcome& outcome) {
-  return json{{"status", outcome.status},         {"exit_code", outcome.exit_code},
-              {"signal", outcome.signal},         {"timed_out", outcome.timed_out},
-              {"oom_killed", outcome.oom_killed}, {"peak_rss_kb", outcome.peak_rss_kb},
-              {"wall_ms", outcome.wall_ms}};
+  json value{{"status", outcome.status},         {"exit_code", outcome.exit_code},
+             {"signal", outcome.signal},         {"timed_out", outcome.timed_out},
+             {"oom_killed", outcome.oom_killed}, {"peak_rss_kb", outcome.peak_rss_kb},
+             {"wall_ms", outcome.wall_ms}};
+  if (!outcome.seccomp_syscall.empty()) {
+    value["seccomp_kill"] = {{"syscall", outcome.seccomp_syscall}, {"arch", outcome.seccomp_arch}};
+  }
+  return value;
 }
 
 json TimingsValue(const PhaseTimings& timings) {

@@ -129,6 +129,14 @@ void Zygote::LaunchThread(base::UniqueFd agent_end, base::UniqueFd log_end) {
       return absl::OkStatus();
     };
   }
+  options.on_seccomp_kill = [this](const core::SeccompKillNotice& notice) {
+    fprintf(stderr, "[%s] zygo-init killed pid %d of the sandbox: it called %s (%s)\n",
+            config_.name.c_str(), notice.sandbox_pid, notice.name.c_str(), notice.arch.c_str());
+    std::lock_guard<std::mutex> lock(mu_);
+    seccomp_kills_[notice.sandbox_pid] = notice;
+    while (seccomp_kills_.size() > kMaxKeptStatuses) seccomp_kills_.erase(seccomp_kills_.begin());
+    status_cv_.notify_all();
+  };
   options.on_started = [&](pid_t, int pidfd, core::Cgroup*) {
     // Only the agent may hold its end: our copy would hide the agent's exit from us.
     agent_end.Reset();
@@ -258,6 +266,7 @@ void Zygote::HandleForked(wire::ReceivedFrame& received) {
   auto spare = std::make_unique<Spare>();
   spare->id = forked->request_id;
   spare->pid = static_cast<pid_t>(received.sender_pid);
+  spare->sandbox_pid = static_cast<pid_t>(forked->pid);
   spare->channel = std::move(received.fds[0]);
   pid_t agent_pid;
   {
@@ -349,6 +358,18 @@ std::optional<int> Zygote::WaitExitStatus(uint64_t spare_id, absl::Duration wait
   int status = found->second;
   exit_status_.erase(found);
   return status;
+}
+
+std::optional<core::SeccompKillNotice> Zygote::TakeSeccompKill(pid_t sandbox_pid,
+                                                               absl::Duration wait) {
+  std::unique_lock<std::mutex> lock(mu_);
+  status_cv_.wait_for(lock, absl::ToChronoMilliseconds(wait),
+                      [&] { return seccomp_kills_.count(sandbox_pid) > 0 || dead_.load(); });
+  auto found = seccomp_kills_.find(sandbox_pid);
+  if (found == seccomp_kills_.end()) return std::nullopt;
+  core::SeccompKillNotice notice = std::move(found->second);
+  seccomp_kills_.erase(found);
+  return notice;
 }
 
 void Zygote::MarkDead(const std::string& why) {

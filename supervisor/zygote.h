@@ -28,6 +28,7 @@
 #include "agents/wire/frame.h"
 #include "core/base/unique_fd.h"
 #include "core/cgroup.h"
+#include "core/launch.h"
 #include "core/plan.h"
 #include "net/sandbox_network_plan.h"
 #include "supervisor/cancel_signal.h"
@@ -102,6 +103,10 @@ class Zygote {
   absl::StatusOr<std::unique_ptr<Spare>> TakeSpare(int64_t wait_ms, const CancelSignal& cancel);
   void MarkDead(const std::string& why);
   std::optional<int> WaitExitStatus(uint64_t spare_id, absl::Duration wait);
+  // The seccomp kill zygo-init reported of `sandbox_pid`, waiting up to `wait` for it (its
+  // report and the spare's exit come by different paths); nullopt if none.
+  std::optional<core::SeccompKillNotice> TakeSeccompKill(pid_t sandbox_pid, absl::Duration wait);
+  void DescribeSeccompKill(pid_t sandbox_pid, ExecReply* reply);
   void KillSpare(Spare& spare);
   void DestroySpare(std::unique_ptr<Spare> spare);
   void RetireSpare(std::unique_ptr<Spare> spare);
@@ -115,8 +120,8 @@ class Zygote {
   std::string LogTail() const;
 
   ZygoteConfig config_;
-  base::UniqueFd channel_;  // the supervisor's end of the zygote channel
-  std::unique_ptr<core::Cgroup> cgroup_;  // the function's: the zygote's leaf and requests
+  base::UniqueFd channel_;                       // the supervisor's end of the zygote channel
+  std::unique_ptr<core::Cgroup> cgroup_;         // the function's: the zygote's leaf and requests
   std::unique_ptr<core::Cgroup> zygote_cgroup_;  // the leaf the sandbox itself lives in
   std::thread launch_thread_;
   std::thread reader_thread_;
@@ -126,22 +131,24 @@ class Zygote {
   mutable std::mutex mu_;
   std::condition_variable ready_cv_;   // a spare is ready, the agent said Hello, or died
   std::condition_variable status_cv_;  // an exit status arrived (only error paths wait)
-  bool hello_ = false;        // the agent is warm
-  std::string death_reason_;  // why the sandbox ended or never started
-  base::UniqueFd pidfd_;      // the sandbox's init
-  pid_t agent_pid_ = 0;       // the zygote agent, in our pid namespace
+  bool hello_ = false;                 // the agent is warm
+  std::string death_reason_;           // why the sandbox ended or never started
+  base::UniqueFd pidfd_;               // the sandbox's init
+  pid_t agent_pid_ = 0;                // the zygote agent, in our pid namespace
   std::deque<std::unique_ptr<Spare>> ready_;
   std::map<uint64_t, Clock::time_point> spawning_;  // Spawn sent, Forked not yet received
   uint64_t next_spare_id_ = 1;
-  int waiters_ = 0;  // requests waiting for a spare
+  int waiters_ = 0;                      // requests waiting for a spare
   std::map<uint64_t, int> exit_status_;  // spare id -> wait status, from the zygote's Done
+  // Processes zygo-init killed for a foreign-ABI call, by their pid in the sandbox.
+  std::map<pid_t, core::SeccompKillNotice> seccomp_kills_;
   // Spares whose request is answered, kept until the zygote reports their exit: then the
   // reader removes their cgroups, so no request thread waits for a process to end.
   std::map<uint64_t, std::unique_ptr<Spare>> retiring_;
   // Emptied request cgroups, reused for new spares: mkdir + limits + rmdir per request
   // were most of the supervisor's own CPU time under load.
   std::vector<std::unique_ptr<core::Cgroup>> free_cgroups_;
-  std::string log_tail_;                 // the end of the agent's own output
+  std::string log_tail_;  // the end of the agent's own output
   // A spare answered Join with Error: later spares are moved by the supervisor instead.
   std::atomic<bool> join_refused_{false};
   // A pool's scripts as its spares compiled them (supervisor/script_bytecode_cache.h).

@@ -90,13 +90,12 @@ Answer AwaitAnswer(int channel, const CancelSignal& cancel, Clock::time_point de
     absl::StatusOr<wire::ReceivedFrame> frame = wire::ReceiveFrame(channel, absl::ZeroDuration());
     if (!frame.ok()) {
       if (absl::IsDeadlineExceeded(frame.status())) continue;
-      answer.ending = wire::IsPeerClosed(frame.status()) ? Ending::kChildGone
-                                                          : Ending::kProtocolError;
+      answer.ending =
+          wire::IsPeerClosed(frame.status()) ? Ending::kChildGone : Ending::kProtocolError;
       answer.protocol_error = std::string(frame.status().message());
       return answer;
     }
-    if (frame->frame.type == wire::MessageType::kCompiled && sent_code &&
-        answer.compiled.empty()) {
+    if (frame->frame.type == wire::MessageType::kCompiled && sent_code && answer.compiled.empty()) {
       absl::StatusOr<wire::CompiledMessage> compiled = wire::DecodeCompiled(*frame);
       if (compiled.ok()) {
         answer.compiled = std::move(compiled->bytecode);
@@ -169,8 +168,7 @@ void DescribeEnding(const Answer& answer, std::optional<int> status, const core:
     outcome.status = "signaled";
     reply->error_type = "crashed";
     reply->error_message = absl::StrCat("the request was killed by signal ", outcome.signal);
-  } else if (answer.ending == Ending::kChildGone && status.has_value() &&
-             outcome.exit_code == 0) {
+  } else if (answer.ending == Ending::kChildGone && status.has_value() && outcome.exit_code == 0) {
     // Warm-exec: the command ran and exited 0.
     outcome.status = "ok";
     reply->ok = true;
@@ -178,10 +176,10 @@ void DescribeEnding(const Answer& answer, std::optional<int> status, const core:
     outcome.status = "nonzero_exit";
     reply->ok = false;
     reply->error_type = "nonzero_exit";
-    reply->error_message = answer.protocol_error.empty()
-                               ? absl::StrCat("the process exited with ", outcome.exit_code,
-                                              " before answering")
-                               : answer.protocol_error;
+    reply->error_message =
+        answer.protocol_error.empty()
+            ? absl::StrCat("the process exited with ", outcome.exit_code, " before answering")
+            : answer.protocol_error;
   }
 }
 
@@ -198,6 +196,24 @@ void DescribeEnd(const Answer& answer, std::optional<int> status, const core::Cg
 }
 
 }  // namespace
+
+// An unexplained SIGKILL (not the deadline, a cancel or the OOM killer) may be zygo-init's,
+// for a call from a foreign ABI: then the request says so, as `zygo run` does (exit 159).
+void Zygote::DescribeSeccompKill(pid_t sandbox_pid, ExecReply* reply) {
+  // Its report comes over the init's pipe, the exit over the agent's channel: wait a little.
+  std::optional<core::SeccompKillNotice> kill =
+      TakeSeccompKill(sandbox_pid, absl::Milliseconds(200));
+  if (!kill.has_value()) return;
+  RequestOutcome& outcome = reply->outcome;
+  outcome.status = "seccomp_killed";
+  outcome.signal = SIGSYS;
+  outcome.exit_code = 128 + SIGSYS;
+  outcome.seccomp_syscall = kill->name;
+  outcome.seccomp_arch = kill->arch;
+  reply->error_type = "seccomp";
+  reply->error_message = absl::StrCat("the request was killed: it called ", kill->name, " (",
+                                      kill->arch, "), which the sandbox's seccomp filter refuses");
+}
 
 // After the reply, off the request's time: the child sends Touched once it has scanned its
 // pages, after its Done; waited for at most 100 ms.
@@ -328,11 +344,14 @@ void Zygote::Run(const SpareRequest& request, const CancelSignal& cancel,
     reply.status = absl::CancelledError("the caller went away; the request was killed");
   } else if (answer.ending == Ending::kChildGone && dead_.load()) {
     std::lock_guard<std::mutex> lock(mu_);
-    reply.status = absl::UnavailableError(absl::StrCat(
-        "the zygote of ", config_.name, " died during the request (", death_reason_,
-        "); it is re-warmed on the next request"));
+    reply.status = absl::UnavailableError(absl::StrCat("the zygote of ", config_.name,
+                                                       " died during the request (", death_reason_,
+                                                       "); it is re-warmed on the next request"));
   }
   DescribeEnd(answer, status, usage, &reply);
+  if (reply.outcome.status == "signaled" && reply.outcome.signal == SIGKILL) {
+    DescribeSeccompKill(spare->sandbox_pid, &reply);
+  }
   const bool clean_end = answer.ending == Ending::kDone || answer.ending == Ending::kFailed;
   reply.stdout_data = ReadCaptured(out, &reply.stdout_truncated);
   reply.stderr_data = ReadCaptured(err, &reply.stderr_truncated);

@@ -17,6 +17,10 @@ namespace zygo::supervisor {
 struct Zygote::Spare {
   uint64_t id = 0;
   pid_t pid = 0;                         // in the supervisor's pid namespace
+  // As the sandbox numbers it, by the spare's own word (its Forked message): only for
+  // telling which request a seccomp kill of zygo-init's was, a report about the
+  // function's own requests that the function's own code could at worst misplace.
+  pid_t sandbox_pid = 0;
   base::UniqueFd channel;                // the supervisor's end of its child channel
   base::UniqueFd pidfd;                  // the process itself, never a recycled pid
   std::unique_ptr<core::Cgroup> cgroup;  // its own, nested in the function's; null unlimited

@@ -1,0 +1,109 @@
+// A warm request calls from a foreign ABI (i386's int 0x80): zygo-init, the seccomp
+// filter's listener, kills the request's process, and the reply says so with the call's
+// name and ABI, over HTTP and gRPC, Python and warm-exec, as `zygo run` does. The same
+// request making the native call is ok (the control), and so is every request after.
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "sdk/proto/zygo/v1/zygo.grpc.pb.h"
+#include "security_tests/warm_suite.h"
+#include "testing/harness.h"
+
+namespace zygo::testing {
+namespace {
+
+// getpid through the native ABI, or through int 0x80 from machine code of its own:
+// mov eax, 20 (i386 getpid); int 0x80; ret.
+constexpr char kAbiHandler[] = R"(import ctypes, mmap, os
+
+
+def main(event):
+    if event['call'] == 'native':
+        return {'pid': os.getpid()}
+    code = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+    code.write(b'\xb8\x14\x00\x00\x00\xcd\x80\xc3')
+    address = ctypes.addressof(ctypes.c_char.from_buffer(code))
+    return {'pid': ctypes.CFUNCTYPE(ctypes.c_int)(address)()}
+)";
+
+class WarmSeccompEscape : public WarmSuite {
+ protected:
+  void SetUp() override {
+    WarmSuite::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    WriteFile("code/abi.py", kAbiHandler);
+    std::filesystem::copy_file(ProbePath(), dir_ + "/code/escape_probe");
+    StartSupervisor();
+    if (IsSkipped() || HasFatalFailure()) return;
+    absl::Status up = Up("abi", "name = \"abi\"\nentry = \"abi.py:main\"\ncold_after = \"0\"\n");
+    ASSERT_TRUE(up.ok()) << up;
+    // The event (on stdin) picks the probe's subcommand: 80 is int80, 0 write-path /tmp.
+    up = Up("abi-exec",
+            "name = \"abi-exec\"\nruntime = \"exec\"\ncold_after = \"0\"\n"
+            "entry = [\"/bin/sh\", \"-c\", \"read n; if [ $n = 80 ]; then exec /code/escape_probe "
+            "int80; fi; exec /code/escape_probe write-path /tmp\"]\n");
+    ASSERT_TRUE(up.ok()) << up;
+    grpc_ = zygo::v1::Zygo::NewStub(grpc::CreateChannel(
+        absl::StrCat("unix:", supervisor_->grpc_socket()), grpc::InsecureChannelCredentials()));
+  }
+
+  nlohmann::json OverHttp(const std::string& function, const nlohmann::json& event) {
+    absl::StatusOr<nlohmann::json> reply = supervisor_->Exec(function, event);
+    EXPECT_TRUE(reply.ok()) << reply.status() << supervisor_->Log();
+    return reply.ok() ? *reply : nlohmann::json::object();
+  }
+
+  zygo::v1::ExecReply OverGrpc(const std::string& function, const std::string& event) {
+    zygo::v1::ExecRequest request;
+    request.set_function(function);
+    request.set_event_json(event);
+    request.set_stdin_data(event);
+    zygo::v1::ExecReply reply;
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    grpc::Status status = grpc_->Exec(&context, request, &reply);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return reply;
+  }
+
+  static void ExpectKilledForInt80(const nlohmann::json& reply) {
+    EXPECT_EQ(reply["outcome"]["status"], "seccomp_killed") << reply.dump();
+    EXPECT_EQ(reply["outcome"]["exit_code"], 159) << reply.dump();
+    EXPECT_EQ(reply["outcome"]["seccomp_kill"]["syscall"], "getpid") << reply.dump();
+    EXPECT_EQ(reply["outcome"]["seccomp_kill"]["arch"], "i386") << reply.dump();
+    EXPECT_EQ(reply["error"]["type"], "seccomp") << reply.dump();
+  }
+
+  std::unique_ptr<zygo::v1::Zygo::Stub> grpc_;
+};
+
+TEST_F(WarmSeccompEscape, APythonRequestCallingFromI386IsKilledAndNamed) {
+  nlohmann::json native = OverHttp("abi", {{"call", "native"}});
+  ASSERT_EQ(native["outcome"]["status"], "ok") << native.dump();
+  ASSERT_TRUE(native["result"]["pid"].is_number()) << native.dump();
+  ExpectKilledForInt80(OverHttp("abi", {{"call", "int80"}}));
+  zygo::v1::ExecReply over_grpc = OverGrpc("abi", R"({"call": "int80"})");
+  EXPECT_EQ(over_grpc.outcome().status(), "seccomp_killed") << over_grpc.DebugString();
+  EXPECT_EQ(over_grpc.outcome().seccomp_syscall(), "getpid") << over_grpc.DebugString();
+  EXPECT_EQ(over_grpc.outcome().seccomp_arch(), "i386") << over_grpc.DebugString();
+  // The zygote lives on: the next request is served and ok.
+  nlohmann::json after = OverHttp("abi", {{"call", "native"}});
+  EXPECT_EQ(after["outcome"]["status"], "ok") << after.dump();
+}
+
+TEST_F(WarmSeccompEscape, AWarmExecRequestCallingFromI386IsKilledAndNamed) {
+  nlohmann::json native = OverHttp("abi-exec", 0);
+  ASSERT_EQ(native["outcome"]["status"], "ok") << native.dump();
+  ExpectKilledForInt80(OverHttp("abi-exec", 80));
+  zygo::v1::ExecReply over_grpc = OverGrpc("abi-exec", "80");
+  EXPECT_EQ(over_grpc.outcome().status(), "seccomp_killed") << over_grpc.DebugString();
+  EXPECT_EQ(over_grpc.outcome().seccomp_arch(), "i386") << over_grpc.DebugString();
+}
+
+}  // namespace
+}  // namespace zygo::testing
