@@ -390,7 +390,7 @@ class HttpServer::Connection : public std::enable_shared_from_this<Connection> {
     self->request_.method = http_method_str(static_cast<http_method>(parser->method));
     // ULLONG_MAX: no Content-Length (chunked or no body); OnBody enforces the limit then.
     if (parser->content_length != ULLONG_MAX && parser->content_length > kMaxRequestBodyBytes) {
-      self->rejection_ = BodyTooLarge();
+      self->rejection_ = BodyTooLargeResponse(self->request_.target, parser->content_length);
       return -1;
     }
     if (self->expect_continue_ && parser->http_major == 1 && parser->http_minor >= 1) {
@@ -402,7 +402,7 @@ class HttpServer::Connection : public std::enable_shared_from_this<Connection> {
   static int OnBody(http_parser* parser, const char* at, size_t length) {
     Connection* self = From(parser);
     if (self->request_.body.size() + length > kMaxRequestBodyBytes) {
-      self->rejection_ = BodyTooLarge();
+      self->rejection_ = BodyTooLargeResponse(self->request_.target, std::nullopt);
       return -1;
     }
     self->request_.body.append(at, length);
@@ -418,12 +418,6 @@ class HttpServer::Connection : public std::enable_shared_from_this<Connection> {
     // Stops the parser right after this message: one request at a time.
     http_parser_pause(parser, 1);
     return 0;
-  }
-
-  static HttpResponse BodyTooLarge() {
-    return ErrorResponse(
-        413, "payload_too_large",
-        absl::StrCat("request body is larger than ", kMaxRequestBodyBytes, " bytes"));
   }
 
   static http_parser_settings MakeSettings() {

@@ -32,6 +32,7 @@
 #include "core/base/unique_fd.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "supervisor/event_limit.h"
 
 namespace zygo::supervisor {
 namespace {
@@ -488,7 +489,33 @@ TEST_F(HttpServerTest, DeclaredBodyOverLimitIs413) {
   ASSERT_TRUE(response.has_value());
   EXPECT_EQ(response->status, 413);
   EXPECT_EQ(response->Json()["error"]["code"], "payload_too_large");
+  EXPECT_EQ(response->Json()["error"]["message"],
+            "request body is 16777217 bytes; the limit is 16777216 bytes");
   EXPECT_TRUE(ReadsEof(fd.get()));
+}
+
+// An exec's body is its event: the 413 says so in the words gRPC and the core use, and the
+// service never sees the request. Control: the same request at the limit reaches it.
+TEST_F(HttpServerTest, DeclaredEventOverLimitIs413InTheEventsWords) {
+  base::UniqueFd fd = Dial(path_);
+  ASSERT_TRUE(SendAll(fd.get(), absl::StrCat("POST /v1/functions/echo/exec HTTP/1.1\r\n"
+                                             "Content-Length: ",
+                                             kMaxEventBytes + 1, "\r\n\r\n")));
+  std::string buffer;
+  std::optional<Response> response = ReadResponse(fd.get(), buffer);
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ(response->status, 413);
+  EXPECT_EQ(response->Json()["error"]["code"], "payload_too_large");
+  EXPECT_EQ(response->Json()["error"]["message"],
+            "event is 16777217 bytes; the limit is 16777216 bytes");
+  EXPECT_TRUE(ReadsEof(fd.get()));
+  EXPECT_EQ(service_.Requests().size(), 0u);
+
+  const std::string at_limit = absl::StrCat("\"", std::string(kMaxEventBytes - 2, 'e'), "\"");
+  Response accepted = MustCall("POST", "/v1/functions/echo/exec", at_limit);
+  EXPECT_EQ(accepted.status, 200);
+  ASSERT_EQ(service_.Requests().size(), 1u);
+  EXPECT_EQ(service_.Requests()[0].event_json.size(), kMaxEventBytes);
 }
 
 TEST_F(HttpServerTest, ChunkedBodyOverLimitIs413) {
@@ -507,6 +534,8 @@ TEST_F(HttpServerTest, ChunkedBodyOverLimitIs413) {
   sender.join();
   ASSERT_TRUE(response.has_value());
   EXPECT_EQ(response->status, 413);
+  EXPECT_EQ(response->Json()["error"]["message"],
+            "request body is more than 16777216 bytes; the limit is 16777216 bytes");
 }
 
 TEST_F(HttpServerTest, BodyAtTheLimitIsAccepted) {
