@@ -6,6 +6,13 @@
 namespace zygo::supervisor {
 namespace {
 
+HttpLimits Caps(size_t total, size_t per_client) {
+  HttpLimits limits;
+  limits.max_connections = total;
+  limits.max_connections_per_client = per_client;
+  return limits;
+}
+
 TEST(FitToOpenFilesTest, CapsStayWellBelowTheOpenFileLimit) {
   // The soft limit most distributions start a process with: 256 kept, two fds each.
   HttpLimits fitted = FitToOpenFiles(HttpLimits(), 1024);
@@ -26,17 +33,11 @@ TEST(FitToOpenFilesTest, CapsStayWellBelowTheOpenFileLimit) {
 }
 
 TEST(FitToOpenFilesTest, ThePerClientCapIsAtMostTheGlobalOne) {
-  HttpLimits wanted;
-  wanted.max_connections = 10;
-  wanted.max_connections_per_client = 50;
-  EXPECT_EQ(FitToOpenFiles(wanted, 1 << 20).max_connections_per_client, 10u);
+  EXPECT_EQ(FitToOpenFiles(Caps(10, 50), 1 << 20).max_connections_per_client, 10u);
 }
 
 TEST(ConnectionAdmissionTest, OneClientPastItsCapLeavesOthersRoom) {
-  HttpLimits limits;
-  limits.max_connections = 5;
-  limits.max_connections_per_client = 2;
-  ConnectionAdmission admission(limits);
+  ConnectionAdmission admission(Caps(5, 2));
   EXPECT_TRUE(admission.Admit(1000).ok());
   EXPECT_TRUE(admission.Admit(1000).ok());
   absl::Status third = admission.Admit(1000);
@@ -52,10 +53,7 @@ TEST(ConnectionAdmissionTest, OneClientPastItsCapLeavesOthersRoom) {
 }
 
 TEST(ConnectionAdmissionTest, TheGlobalCapRefusesEveryone) {
-  HttpLimits limits;
-  limits.max_connections = 2;
-  limits.max_connections_per_client = 2;
-  ConnectionAdmission admission(limits);
+  ConnectionAdmission admission(Caps(2, 2));
   EXPECT_TRUE(admission.Admit(1).ok());
   EXPECT_TRUE(admission.Admit(2).ok());
   absl::Status refused = admission.Admit(3);

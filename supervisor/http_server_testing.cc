@@ -188,6 +188,15 @@ std::string MakeSocketDir() {
   return pattern;
 }
 
+void ExpectErrorThenClose(int fd, int status, const std::string& code, const std::string& message) {
+  std::string buffer;
+  std::optional<Response> response = ReadResponse(fd, buffer);
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ(response->status, status) << response->body;
+  EXPECT_EQ(response->Json()["error"], (nlohmann::json{{"code", code}, {"message", message}}));
+  EXPECT_TRUE(ReadsEof(fd));
+}
+
 void HttpServerTest::SetUp() {
   dir_ = MakeSocketDir();
   path_ = dir_ + "/api.sock";

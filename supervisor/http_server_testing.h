@@ -153,6 +153,10 @@ std::optional<Response> ReadResponse(int fd, std::string& buffer);
 // True when the server closes the connection (EOF or reset) with nothing more to read.
 bool ReadsEof(int fd);
 
+// Reads one response from `fd` and checks that it is the API's error form with `status`,
+// `code` and `message`, and that the server closes the connection after it.
+void ExpectErrorThenClose(int fd, int status, const std::string& code, const std::string& message);
+
 std::string RequestText(const std::string& method, const std::string& target,
                         const std::string& body = "", const std::string& headers = "");
 
