@@ -1,7 +1,8 @@
 // HttpServer's per-client half, private to the server: one Connection per accepted client
 // (http_parser state, buffered input, ordered writes, its request and idle timers), and how
-// Service::Exec replies get back to it from supervisor threads (ReplyQueue, written by the
-// thread that has the reply through an ExecReplyWriter when the socket takes it).
+// Service::Exec replies get back to it from supervisor threads (ReplyQueue). An exec reply
+// is written to the client by the supervisor thread that has it (ExecReplyWriter): waking
+// the loop thread first cost ~0.1 ms per request on an idle machine.
 #ifndef ZYGO_SUPERVISOR_HTTP_CONNECTION_H_
 #define ZYGO_SUPERVISOR_HTTP_CONNECTION_H_
 

@@ -256,6 +256,8 @@ std::string FindAgent(const char* name) {
 }
 
 int Serve(const ServeFlags& flags) {
+  // First: the functions loaded below start warming at once, each holding fds.
+  const uint64_t open_files = RaiseOpenFileLimit();
   const std::string http_socket = ResolveSocketPath(flags.listen);
   const std::string grpc_socket =
       !flags.grpc_listen.empty()
@@ -301,7 +303,6 @@ int Serve(const ServeFlags& flags) {
     if (!demo.ok()) return Fail(absl::StrCat("demo function: ", demo.message()));
   }
 
-  const uint64_t open_files = RaiseOpenFileLimit();
   const HttpLimits http_limits = FitToOpenFiles(flags.http, open_files);
   absl::StatusOr<std::unique_ptr<HttpServer>> http =
       HttpServer::Listen(http_socket, service->get(), http_limits);
