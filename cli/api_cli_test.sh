@@ -135,6 +135,18 @@ printf 'raw\001bytes' >"$tmp/exec-cat.in"
 run exec-cat exec cat -
 check "exec function: stdin bytes round trip" cmp "$tmp/exec-cat.in" "$tmp/exec-cat.out"
 
+# The server answers 413 and closes while zygo still writes the body: zygo must show that
+# answer, not the EPIPE its write got. Control: an event at the limit goes through.
+head -c 1048576 /dev/zero | tr '\0' 'x' >"$tmp/exec-limit.in"
+run exec-limit exec cat -
+check "an event at the limit: exit 0" rc_is exec-limit 0
+check "an event at the limit: all of it arrived" cmp "$tmp/exec-limit.in" "$tmp/exec-limit.out"
+head -c 8388608 /dev/zero | tr '\0' 'x' >"$tmp/exec-big.in"
+run exec-big exec cat -
+check "an event over the limit: exit 125" rc_is exec-big 125
+check "an event over the limit: the supervisor's 413, in one line" err_is exec-big \
+  "zygo: event is 8388608 bytes; the limit is 1048576 bytes"
+
 run exec-unknown exec nope
 check "unknown function: exit 125" rc_is exec-unknown 125
 check "unknown function: one clear line" err_is exec-unknown "zygo: no function named nope"

@@ -57,6 +57,7 @@ absl::StatusCode ApiErrorCode(absl::string_view code, long http_status) {
       {"already_exists", absl::StatusCode::kAlreadyExists},
       {"failed_precondition", absl::StatusCode::kFailedPrecondition},
       {"resource_exhausted", absl::StatusCode::kResourceExhausted},
+      {"payload_too_large", absl::StatusCode::kResourceExhausted},
       {"unavailable", absl::StatusCode::kUnavailable},
       {"cancelled", absl::StatusCode::kCancelled},
       {"deadline_exceeded", absl::StatusCode::kDeadlineExceeded},
@@ -76,6 +77,7 @@ absl::StatusCode ApiErrorCode(absl::string_view code, long http_status) {
       return absl::StatusCode::kNotFound;
     case 409:
       return absl::StatusCode::kAlreadyExists;
+    case 413:
     case 429:
       return absl::StatusCode::kResourceExhausted;
     case 503:

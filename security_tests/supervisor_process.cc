@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -43,6 +44,7 @@ absl::StatusOr<std::unique_ptr<SupervisorProcess>> SupervisorProcess::Start(
   envp.push_back(nullptr);
   const std::string log = dir + "/log";
   const int netns_fd = options.netns_fd;
+  const struct rlimit open_files = {options.open_files_soft, options.open_files_hard};
   const pid_t parent = getpid();
   std::unique_ptr<SupervisorProcess> supervisor(new SupervisorProcess(dir));
   supervisor->pid_ = fork();
@@ -54,6 +56,7 @@ absl::StatusOr<std::unique_ptr<SupervisorProcess>> SupervisorProcess::Start(
     const int out = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (out < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0) _exit(126);
     if (netns_fd >= 0 && setns(netns_fd, CLONE_NEWNET) != 0) _exit(126);
+    if (open_files.rlim_max != 0 && setrlimit(RLIMIT_NOFILE, &open_files) != 0) _exit(126);
     execve(argv[0], argv.data(), envp.data());
     _exit(127);
   }

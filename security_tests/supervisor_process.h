@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,8 +32,11 @@ class SupervisorProcess {
     int netns_fd = -1;
     // When not empty, a program that runs the supervisor (its argv[0] goes first).
     std::string wrapper;
-    // More flags for the supervisor (--code-root DIR, ...).
+    // More flags for the supervisor (--code-root DIR, "--http-idle-timeout", "1s", ...).
     std::vector<std::string> args;
+    // When not 0, the child's RLIMIT_NOFILE (soft, hard) before exec.
+    uint64_t open_files_soft = 0;
+    uint64_t open_files_hard = 0;
   };
 
   // Forks and execs the supervisor, then returns once GET /v1/health answers (up to
@@ -62,6 +66,7 @@ class SupervisorProcess {
   std::string State(const std::string& name);
 
   pid_t pid() const { return pid_; }
+  std::string http_socket() const { return dir_ + "/http.sock"; }
   std::string grpc_socket() const { return dir_ + "/grpc.sock"; }
   cli::ApiClient& api() { return api_; }
   std::string Log() const;

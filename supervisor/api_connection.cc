@@ -78,14 +78,14 @@ absl::StatusOr<ApiConnection> ApiConnection::Connect(const std::string& socket_p
   return ApiConnection(socket_path, std::move(fd));
 }
 
-absl::Status ApiConnection::SendAll(absl::string_view data) {
+int ApiConnection::SendAll(absl::string_view data) {
   while (!data.empty()) {
     ssize_t n = send(fd_.get(), data.data(), data.size(), MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return base::ErrnoStatus(errno, absl::StrCat("send(", socket_path_, ")"));
+    if (n < 0) return errno;
     data.remove_prefix(static_cast<size_t>(n));
   }
-  return absl::OkStatus();
+  return 0;
 }
 
 absl::StatusOr<HttpReply> ApiConnection::ReadReply() {
@@ -128,9 +128,17 @@ absl::StatusOr<HttpReply> ApiConnection::Call(absl::string_view method, absl::st
     absl::StrAppend(&request_, "Content-Length: ", body.size(), "\r\n");
   }
   absl::StrAppend(&request_, "\r\n", body);
-  if (absl::Status sent = SendAll(request_); !sent.ok()) {
+  if (const int err = SendAll(request_); err != 0) {
+    // A server may answer before it has read the whole request and then close (a 413 for
+    // an event over its limit): the rest of the send then fails, but the answer already
+    // waits in this socket's receive queue, and it is what the caller needs to see.
+    if (err == EPIPE || err == ECONNRESET) {
+      absl::StatusOr<HttpReply> early = ReadReply();
+      fd_.Reset();
+      if (early.ok()) return early;
+    }
     fd_.Reset();
-    return sent;
+    return base::ErrnoStatus(err, absl::StrCat("send(", socket_path_, ")"));
   }
   return ReadReply();
 }

@@ -30,7 +30,8 @@ class ApiConnection {
 
   // Sends one request and reads its whole reply. When the server closed the connection
   // after the previous reply (no keep-alive), reconnects first. Any status is returned
-  // as it came; an error means no complete reply arrived.
+  // as it came; an error means no complete reply arrived. A reply the server sent before
+  // it stopped reading the request (a 413, say) is returned like any other.
   absl::StatusOr<HttpReply> Call(absl::string_view method, absl::string_view target,
                                  absl::string_view body);
 
@@ -45,7 +46,8 @@ class ApiConnection {
   ApiConnection(std::string socket_path, base::UniqueFd fd)
       : socket_path_(std::move(socket_path)), fd_(std::move(fd)) {}
 
-  absl::Status SendAll(absl::string_view data);
+  // 0 when all of `data` went, else the errno of the send that failed.
+  int SendAll(absl::string_view data);
   absl::StatusOr<HttpReply> ReadReply();
 
   std::string socket_path_;

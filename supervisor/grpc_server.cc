@@ -108,6 +108,13 @@ class ExecReactor final : public grpc::ServerUnaryReactor {
   ExecReactor(Service* service, const v1::ExecRequest& request, v1::ExecReply* reply) {
     // Finish may run on the supervisor's thread before this constructor returns; gRPC
     // holds it until the reactor is bound, and OnCancel comes only after that binding.
+    // An event over the limit is refused here, in the words HTTP uses, before it is copied.
+    if (absl::Status size =
+            CheckEventSize(request.event_json().size(), request.stdin_data().size());
+        !size.ok()) {
+      Finish(ToGrpcStatus(size));
+      return;
+    }
     handle_ = service->Exec(FromProto(request), [this, reply](ExecReply result) {
       grpc::Status status = ToGrpcStatus(result.status);
       if (status.ok()) ToProto(std::move(result), reply);

@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "supervisor/event_limit.h"
 #include "supervisor/service.h"
 
 namespace grpc {
@@ -21,9 +22,11 @@ namespace internal {
 class GrpcZygoService;
 }  // namespace internal
 
-// Largest request message the server accepts (an Exec event or stdin, a script). gRPC's
-// default of 4 MiB is too small for the events HTTP callers may send.
-inline constexpr size_t kMaxGrpcRequestBytes = 64 << 20;
+// Largest request message the server accepts: an Exec with both its event and its stdin at
+// kMaxEventBytes, plus room for the names. The event limit itself is checked on those
+// fields (event_limit.h), so a caller past it gets the same RESOURCE_EXHAUSTED words as
+// over HTTP; only a message past this is refused by gRPC itself (same code, its words).
+inline constexpr size_t kMaxGrpcRequestBytes = 2 * kMaxEventBytes + (size_t{1} << 20);
 
 // How long Shutdown() lets in-flight calls finish before it cancels them.
 inline constexpr absl::Duration kGrpcShutdownGrace = absl::Seconds(2);

@@ -429,6 +429,42 @@ TEST_F(GrpcServerTest, ExecStatusBecomesTheRpcStatus) {
   EXPECT_FALSE(reply.ok());
 }
 
+// The event limit is checked on the Exec's fields, so a caller past it gets the words HTTP
+// and the core use, and the service never sees the request. Control: both fields at the
+// limit (one message of twice its size) reach the service whole.
+TEST_F(GrpcServerTest, AnEventOverTheLimitIsResourceExhaustedInTheEventsWords) {
+  StartServer(absl::ZeroDuration());
+  fake_->set_responder([](const ExecRequest& request) {
+    ExecReply reply;
+    reply.ok = true;
+    reply.result_json =
+        absl::StrCat("[", request.event_json.size(), ",", request.stdin_data.size(), "]");
+    return reply;
+  });
+  const std::string over(kMaxEventBytes + 1, 'e');
+  for (bool as_stdin : {false, true}) {
+    grpc::ClientContext ctx;
+    v1::ExecRequest request;
+    request.set_function("big");
+    as_stdin ? request.set_stdin_data(over) : request.set_event_json(over);
+    v1::ExecReply reply;
+    grpc::Status status = stub_->Exec(&ctx, request, &reply);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << as_stdin;
+    EXPECT_EQ(status.error_message(), "event is 16777217 bytes; the limit is 16777216 bytes");
+  }
+  EXPECT_EQ(fake_->last_request().function, "");
+
+  grpc::ClientContext ctx;
+  v1::ExecRequest request;
+  request.set_function("big");
+  request.set_event_json(std::string(kMaxEventBytes, 'e'));
+  request.set_stdin_data(std::string(kMaxEventBytes, 's'));
+  v1::ExecReply reply;
+  grpc::Status status = stub_->Exec(&ctx, request, &reply);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(reply.result_json(), "[16777216,16777216]");
+}
+
 TEST_F(GrpcServerTest, ClientDeadlineCancelsTheRequest) {
   StartServer(absl::Seconds(30));
   grpc::ClientContext ctx;

@@ -182,6 +182,8 @@ const char* HttpReasonPhrase(int status) {
       return "Not Found";
     case 405:
       return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
     case 409:
       return "Conflict";
     case 412:
@@ -214,8 +216,24 @@ HttpResponse StatusResponse(const absl::Status& status) {
   if (status.ok()) {
     return ErrorResponse(500, "internal", "an error reply carried an OK status");
   }
+  if (IsEventTooLarge(status)) return ErrorResponse(413, "payload_too_large", status.message());
   return ErrorResponse(HttpStatusForCode(status.code()), ErrorCodeName(status.code()),
                        status.message());
+}
+
+HttpResponse BodyTooLargeResponse(absl::string_view target, std::optional<uint64_t> size) {
+  absl::StatusOr<std::vector<std::string>> segments =
+      DecodePath(target.substr(0, target.find('?')));
+  const bool exec = segments.ok() && segments->size() == 4 && (*segments)[0] == "v1" &&
+                    (*segments)[1] == "functions" && (*segments)[3] == "exec";
+  if (exec) {
+    return StatusResponse(size.has_value() ? EventTooLargeError(*size) : EventOverLimitError());
+  }
+  const std::string limit = absl::StrCat("; the limit is ", kMaxRequestBodyBytes, " bytes");
+  return ErrorResponse(413, "payload_too_large",
+                       size.has_value() ? absl::StrCat("request body is ", *size, " bytes", limit)
+                                        : absl::StrCat("request body is more than ",
+                                                       kMaxRequestBodyBytes, " bytes", limit));
 }
 
 HttpResponse ExecReplyResponse(const ExecReply& reply) {

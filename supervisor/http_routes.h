@@ -5,19 +5,23 @@
 #define ZYGO_SUPERVISOR_HTTP_ROUTES_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <variant>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "supervisor/event_limit.h"
 #include "supervisor/service.h"
 
 namespace zygo::supervisor {
 
-// Larger bodies get 413 before they are read.
-inline constexpr size_t kMaxRequestBodyBytes = size_t{16} << 20;
+// Larger bodies get 413 before they are read. Every body has the event's limit: an exec's
+// body is its event, and a script or spec has no reason to be larger.
+inline constexpr size_t kMaxRequestBodyBytes = kMaxEventBytes;
 
 struct HttpRequest {
   std::string method;  // as http_parser names it: "GET", "POST", ...
@@ -32,8 +36,8 @@ struct HttpResponse {
 };
 
 // InvalidArgument 400, NotFound 404, AlreadyExists 409, FailedPrecondition 412,
-// ResourceExhausted 429, Cancelled 499, Unimplemented 501, Unavailable 503,
-// DeadlineExceeded 504; every other code (OK included) 500.
+// ResourceExhausted 429 (StatusResponse answers an event over its limit 413), Cancelled 499,
+// Unimplemented 501, Unavailable 503, DeadlineExceeded 504; every other code (OK included) 500.
 int HttpStatusForCode(absl::StatusCode code);
 
 // The absl code's name in snake_case ("not_found"), as error.code shows it.
@@ -47,8 +51,14 @@ const char* HttpReasonPhrase(int status);
 // "payload_too_large" (413); the rest use absl code names.
 HttpResponse ErrorResponse(int http_status, absl::string_view code, absl::string_view message);
 
-// The error form of a non-OK status (an OK one becomes a 500: it is a caller's bug).
+// The error form of a non-OK status (an OK one becomes a 500: it is a caller's bug); an
+// event over its limit (IsEventTooLarge) is 413 "payload_too_large".
 HttpResponse StatusResponse(const absl::Status& status);
+
+// 413 for a body over kMaxRequestBodyBytes, sent before it is read: for an exec target the
+// event's words ("event is N bytes; the limit is M bytes"), else the same for a "request
+// body". `size` is the declared Content-Length; nullopt for a chunked body.
+HttpResponse BodyTooLargeResponse(absl::string_view target, std::optional<uint64_t> size);
 
 // 200 with ExecReplyToJson when the request ran; otherwise the error form of its status.
 HttpResponse ExecReplyResponse(const ExecReply& reply);

@@ -211,6 +211,34 @@ TEST(HttpRoutesTest, StatusCodesMapToHttp) {
   EXPECT_EQ(ErrorCodeName(static_cast<absl::StatusCode>(99)), "unknown");
 }
 
+// The event limit's error is ResourceExhausted like being over capacity, but answered 413
+// with its own words; a plain ResourceExhausted stays 429.
+TEST(HttpRoutesTest, AnEventOverTheLimitIs413NotOverCapacity) {
+  HttpResponse too_large = StatusResponse(EventTooLargeError(kMaxEventBytes + 1));
+  EXPECT_EQ(too_large.status, 413);
+  EXPECT_EQ(ErrorOf(too_large),
+            json({{"code", "payload_too_large"},
+                  {"message", "event is 16777217 bytes; the limit is 16777216 bytes"}}));
+  EXPECT_TRUE(IsEventTooLarge(CheckEventSize(0, kMaxEventBytes + 1)));
+  EXPECT_TRUE(CheckEventSize(kMaxEventBytes, kMaxEventBytes).ok());
+  EXPECT_FALSE(IsEventTooLarge(absl::ResourceExhaustedError("over capacity")));
+  EXPECT_EQ(StatusResponse(absl::ResourceExhaustedError("over capacity")).status, 429);
+}
+
+TEST(HttpRoutesTest, BodyTooLargeNamesTheEventOnlyForExec) {
+  EXPECT_EQ(
+      ErrorOf(BodyTooLargeResponse("/v1/functions/f%20g/exec?script=sha256%3Aab", 20))["message"],
+      "event is 20 bytes; the limit is 16777216 bytes");
+  EXPECT_EQ(ErrorOf(BodyTooLargeResponse("/v1/functions/f/exec", std::nullopt))["message"],
+            "event is more than 16777216 bytes; the limit is 16777216 bytes");
+  HttpResponse script = BodyTooLargeResponse("/v1/scripts", 20);
+  EXPECT_EQ(script.status, 413);
+  EXPECT_EQ(ErrorOf(script),
+            json({{"code", "payload_too_large"},
+                  {"message", "request body is 20 bytes; the limit is 16777216 bytes"}}));
+  EXPECT_EQ(BodyTooLargeResponse("not a path", 20).status, 413);
+}
+
 TEST(HttpRoutesTest, SerializeResponse) {
   HttpResponse response{405, R"({"a":1})", "GET"};
   EXPECT_EQ(SerializeResponse(response, true, false),

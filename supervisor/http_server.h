@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "supervisor/connection_limits.h"
 #include "supervisor/service.h"
 
 namespace zygo::supervisor {
@@ -21,7 +22,11 @@ namespace zygo::supervisor {
 // Behaviour per connection: HTTP/1.1 and 1.0, keep-alive, one request at a time
 // (pipelined requests wait their turn). Malformed HTTP gets 400 and the connection closes;
 // a body over kMaxRequestBodyBytes gets 413 and closes. A client that hangs up (EOF or
-// reset, a half-close included) while its exec runs has that request cancelled.
+// reset, a half-close included) while its exec runs has that request cancelled. The
+// limits (connection_limits.h): a request not read in full within request_timeout gets
+// 408 and closes; a connection idle for idle_timeout closes; a client (the uid of its
+// peer credentials) past max_connections_per_client, or anyone past max_connections, gets
+// 503 at once and is closed.
 class HttpServer {
  public:
   // Creates the socket's parent directories (0700) when missing, replaces a stale socket
@@ -31,7 +36,8 @@ class HttpServer {
   // default, since a client that hangs up mid-reply must not kill the daemon.
   // `service` must outlive the server. Connections queue in the backlog until Run().
   static absl::StatusOr<std::unique_ptr<HttpServer>> Listen(const std::string& socket_path,
-                                                            Service* service);
+                                                            Service* service,
+                                                            const HttpLimits& limits = {});
 
   // Unlinks the socket (when it is still the one this server bound). Must not run while
   // Run() is running: Stop() and join the thread first. Closes anything still open.
@@ -54,7 +60,7 @@ class HttpServer {
   class ExecReplyWriter;
   class ReplyQueue;
 
-  HttpServer(std::string socket_path, Service* service);
+  HttpServer(std::string socket_path, Service* service, const HttpLimits& limits);
 
   absl::Status Start();
   absl::Status Bind();
@@ -66,6 +72,8 @@ class HttpServer {
 
   const std::string socket_path_;
   Service* const service_;
+  const HttpLimits limits_;
+  ConnectionAdmission admission_;  // loop thread only
   uv_loop_t loop_;
   uv_pipe_t listener_;
   uv_async_t stop_async_;

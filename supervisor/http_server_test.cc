@@ -1,5 +1,5 @@
 // HttpServer over real unix sockets: a FakeService answers from its own thread, and a
-// tiny POSIX-socket client checks what goes over the wire.
+// tiny POSIX-socket client checks what goes over the wire (both in http_server_testing).
 #include "supervisor/http_server.h"
 
 #include <fcntl.h>
@@ -10,28 +10,22 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <future>
-#include <map>
-#include <mutex>
 #include <optional>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 #include "core/base/unique_fd.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "supervisor/event_limit.h"
+#include "supervisor/http_server_testing.h"
 
 namespace zygo::supervisor {
 namespace {
@@ -39,321 +33,6 @@ namespace {
 using nlohmann::json;
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
-
-// Replies to Exec from one worker thread, by function name:
-//   "echo"      after 20 ms: ok, result = the event, stdout = stdin
-//   "status-N"  after 5 ms: a failed reply with absl code N
-//   "slow"      only when cancelled (or after 30 s)
-//   "deaf"      after 300 ms, whether cancelled or not
-//   "gate"      once `gate_target` gate requests are waiting, all at once (event echoed)
-class FakeService : public Service {
- public:
-  FakeService() : worker_([this] { Work(); }) {}
-  ~FakeService() override {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    worker_.join();
-  }
-
-  absl::StatusOr<FunctionInfo> Up(const std::string& spec, const std::string& origin,
-                                  const std::string& base_dir) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    up_calls.push_back({spec, origin, base_dir});
-    if (spec == "fail") return absl::InvalidArgumentError("request:1: fail");
-    FunctionInfo info;
-    info.name = "hello";
-    info.spec_path = origin;
-    return info;
-  }
-  absl::Status Down(const std::string& name) override {
-    if (name == "missing") return absl::NotFoundError("no function named missing");
-    return absl::OkStatus();
-  }
-  std::vector<FunctionInfo> List() override {
-    FunctionInfo info;
-    info.name = "listed";
-    info.state = "warm";
-    return {info};
-  }
-  absl::StatusOr<std::string> PutScript(const std::string& source) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    script_sizes.push_back(source.size());
-    return "sha256:" + std::string(64, 'a');
-  }
-
-  std::shared_ptr<RequestHandle> Exec(ExecRequest request, ExecCallback done) override;
-
-  // Waits (up to 10 s) for `pred` over the service's state.
-  bool WaitFor(const std::function<bool()>& pred) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, std::chrono::seconds(10), pred);
-  }
-  void SetGateTarget(int n) {
-    std::lock_guard<std::mutex> lock(mu_);
-    gate_target = n;
-  }
-  std::vector<ExecRequest> Requests() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return requests_;
-  }
-
-  struct UpCall {
-    std::string spec, origin, base_dir;
-  };
-  std::vector<UpCall> up_calls;      // guarded by mu_
-  std::vector<size_t> script_sizes;  // guarded by mu_
-  std::vector<uint64_t> cancelled;   // guarded by mu_
-  int execs = 0;                     // Exec calls; guarded by mu_
-  int delivered = 0;                 // callbacks run; guarded by mu_
-  int gate_target = 0;               // guarded by mu_
-
- private:
-  struct Pending {
-    Clock::time_point due;
-    ExecReply reply;
-    ExecCallback done;
-    std::string function;
-  };
-  class Handle : public RequestHandle {
-   public:
-    Handle(FakeService* service, uint64_t id) : service_(service), id_(id) {}
-    void Cancel() override { service_->Cancel(id_); }
-
-   private:
-    FakeService* service_;
-    uint64_t id_;
-  };
-
-  void Cancel(uint64_t id) {
-    std::lock_guard<std::mutex> lock(mu_);
-    cancelled.push_back(id);
-    auto it = pending_.find(id);
-    if (it != pending_.end() && it->second.function == "slow") {
-      it->second.due = Clock::now();
-      it->second.reply = ExecReply();
-      it->second.reply.status = absl::CancelledError("the caller went away");
-    }
-    cv_.notify_all();
-  }
-
-  void Work();
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  uint64_t next_id_ = 0;
-  std::map<uint64_t, Pending> pending_;
-  std::vector<ExecRequest> requests_;
-  std::thread worker_;
-};
-
-std::shared_ptr<RequestHandle> FakeService::Exec(ExecRequest request, ExecCallback done) {
-  std::lock_guard<std::mutex> lock(mu_);
-  uint64_t id = ++next_id_;
-  Pending pending{Clock::now(), ExecReply(), std::move(done), request.function};
-  ExecReply& reply = pending.reply;
-  const std::string& fn = request.function;
-  int code = 0;
-  if (fn == "echo" || fn == "deaf" || fn == "gate") {
-    reply.ok = true;
-    reply.result_json = request.event_json;
-    reply.stdout_data = request.stdin_data;
-    reply.stderr_data = "log line\n";
-    reply.stderr_truncated = true;
-    reply.outcome = {"ok", 0, 0, false, false, 4096, 12.5};
-    reply.timings = {0, 0, 700, 30, 800};
-    pending.due += milliseconds(fn == "deaf" ? 300 : 20);
-    if (fn == "gate") pending.due = Clock::time_point::max();
-  } else if (absl::SimpleAtoi(absl::StripPrefix(fn, "status-"), &code)) {
-    reply.status = absl::Status(static_cast<absl::StatusCode>(code), "fake failure");
-    pending.due += milliseconds(5);
-  } else if (fn == "slow") {
-    pending.due += std::chrono::seconds(30);
-  } else {
-    reply.status = absl::NotFoundError("no function " + fn);
-  }
-  pending_.emplace(id, std::move(pending));
-  requests_.push_back(std::move(request));
-  ++execs;
-  int gated = 0;
-  for (auto& [pid, p] : pending_) gated += p.function == "gate";
-  if (gate_target > 0 && gated >= gate_target) {
-    for (auto& [pid, p] : pending_) {
-      if (p.function == "gate") p.due = Clock::now();
-    }
-  }
-  cv_.notify_all();
-  return std::make_shared<Handle>(this, id);
-}
-
-void FakeService::Work() {
-  std::unique_lock<std::mutex> lock(mu_);
-  while (true) {
-    std::vector<Pending> due;
-    Clock::time_point next = Clock::time_point::max();
-    for (auto it = pending_.begin(); it != pending_.end();) {
-      if (it->second.due <= Clock::now() || stopping_) {
-        due.push_back(std::move(it->second));
-        it = pending_.erase(it);
-      } else {
-        next = std::min(next, it->second.due);
-        ++it;
-      }
-    }
-    if (!due.empty()) {
-      lock.unlock();
-      for (Pending& p : due) {
-        if (stopping_) p.reply.status = absl::CancelledError("shutting down");
-        p.done(std::move(p.reply));
-      }
-      lock.lock();
-      delivered += due.size();
-      cv_.notify_all();
-      continue;
-    }
-    if (stopping_) return;
-    if (next == Clock::time_point::max()) {
-      cv_.wait(lock);
-    } else {
-      cv_.wait_until(lock, next);
-    }
-  }
-}
-
-// The test client: blocking POSIX sockets with a receive timeout, so a server bug fails
-// the test instead of hanging it.
-base::UniqueFd Dial(const std::string& path) {
-  base::UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_un addr = {};
-  addr.sun_family = AF_UNIX;
-  path.copy(addr.sun_path, sizeof(addr.sun_path) - 1);
-  if (connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ADD_FAILURE() << "connect(" << path << "): " << strerror(errno);
-    return base::UniqueFd();
-  }
-  timeval timeout = {10, 0};
-  setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-  return fd;
-}
-
-bool SendAll(int fd, absl::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = send(fd, data.data(), data.size(), MSG_NOSIGNAL);
-    if (n <= 0) return false;
-    data.remove_prefix(n);
-  }
-  return true;
-}
-
-struct Response {
-  int status = 0;
-  std::map<std::string, std::string> headers;  // lower-case names
-  std::string body;
-  json Json() const { return json::parse(body); }
-};
-
-// Reads one response from `fd`; `buffer` keeps bytes that belong to the next one.
-std::optional<Response> ReadResponse(int fd, std::string& buffer) {
-  auto fill = [&]() {
-    char chunk[65536];
-    ssize_t n = recv(fd, chunk, sizeof(chunk), 0);
-    if (n <= 0) return false;
-    buffer.append(chunk, n);
-    return true;
-  };
-  size_t end;
-  while ((end = buffer.find("\r\n\r\n")) == std::string::npos) {
-    if (!fill()) return std::nullopt;
-  }
-  std::vector<std::string> lines = absl::StrSplit(buffer.substr(0, end), "\r\n");
-  Response response;
-  std::vector<std::string> status_line = absl::StrSplit(lines[0], absl::MaxSplits(' ', 2));
-  if (status_line.size() < 2 || !absl::SimpleAtoi(status_line[1], &response.status)) {
-    return std::nullopt;
-  }
-  for (size_t i = 1; i < lines.size(); ++i) {
-    std::pair<std::string, std::string> kv = absl::StrSplit(lines[i], absl::MaxSplits(": ", 1));
-    response.headers[absl::AsciiStrToLower(kv.first)] = kv.second;
-  }
-  size_t length = 0;
-  if (response.status != 100 && !absl::SimpleAtoi(response.headers["content-length"], &length)) {
-    return std::nullopt;
-  }
-  buffer.erase(0, end + 4);
-  while (buffer.size() < length) {
-    if (!fill()) return std::nullopt;
-  }
-  response.body = buffer.substr(0, length);
-  buffer.erase(0, length);
-  return response;
-}
-
-// True when the server closes the connection (EOF or reset) with nothing more to read.
-bool ReadsEof(int fd) {
-  char c;
-  ssize_t n = recv(fd, &c, 1, 0);
-  return n == 0 || (n < 0 && errno == ECONNRESET);
-}
-
-std::string RequestText(const std::string& method, const std::string& target,
-                        const std::string& body = "", const std::string& headers = "") {
-  return absl::StrCat(method, " ", target, " HTTP/1.1\r\nHost: zygo\r\n", headers,
-                      "Content-Length: ", body.size(), "\r\n\r\n", body);
-}
-
-std::optional<Response> Call(const std::string& path, const std::string& method,
-                             const std::string& target, const std::string& body = "") {
-  base::UniqueFd fd = Dial(path);
-  if (!fd.valid() || !SendAll(fd.get(), RequestText(method, target, body))) return std::nullopt;
-  std::string buffer;
-  return ReadResponse(fd.get(), buffer);
-}
-
-// A directory for sockets: under TEST_TMPDIR when a socket path there fits in sun_path
-// (108 bytes), else under /tmp, since Bazel's TEST_TMPDIR is usually too deep.
-std::string MakeSocketDir() {
-  const char* tmp = getenv("TEST_TMPDIR");
-  std::string base = tmp != nullptr && strlen(tmp) < 60 ? tmp : "/tmp";
-  std::string pattern = base + "/zygo-http-XXXXXX";
-  if (mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp: " << strerror(errno);
-  return pattern;
-}
-
-class HttpServerTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = MakeSocketDir();
-    path_ = dir_ + "/api.sock";
-    absl::StatusOr<std::unique_ptr<HttpServer>> server = HttpServer::Listen(path_, &service_);
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = *std::move(server);
-    run_ = std::async(std::launch::async, [this] { server_->Run(); });
-  }
-  void TearDown() override {
-    if (server_ != nullptr) {
-      server_->Stop();
-      EXPECT_EQ(run_.wait_for(std::chrono::seconds(10)), std::future_status::ready);
-      server_.reset();
-    }
-    std::filesystem::remove_all(dir_);
-  }
-
-  Response MustCall(const std::string& method, const std::string& target,
-                    const std::string& body = "") {
-    std::optional<Response> response = Call(path_, method, target, body);
-    EXPECT_TRUE(response.has_value()) << method << " " << target;
-    return response.value_or(Response());
-  }
-
-  FakeService service_;  // outlives the server: declared first
-  std::string dir_;
-  std::string path_;
-  std::unique_ptr<HttpServer> server_;
-  std::future<void> run_;
-};
 
 TEST_F(HttpServerTest, Health) {
   Response response = MustCall("GET", "/v1/health");
@@ -480,15 +159,26 @@ TEST_F(HttpServerTest, RandomBytesNeverCrashTheServer) {
   EXPECT_EQ(MustCall("GET", "/v1/health").status, 200);
 }
 
+// Refused at the headers, the service never called. An exec's body is its event: its 413
+// says so in the words gRPC and the core use. Control: an event at the limit reaches it.
 TEST_F(HttpServerTest, DeclaredBodyOverLimitIs413) {
-  base::UniqueFd fd = Dial(path_);
-  ASSERT_TRUE(SendAll(fd.get(), "PUT /v1/scripts HTTP/1.1\r\nContent-Length: 16777217\r\n\r\n"));
-  std::string buffer;
-  std::optional<Response> response = ReadResponse(fd.get(), buffer);
-  ASSERT_TRUE(response.has_value());
-  EXPECT_EQ(response->status, 413);
-  EXPECT_EQ(response->Json()["error"]["code"], "payload_too_large");
-  EXPECT_TRUE(ReadsEof(fd.get()));
+  for (const auto& [head, message] :
+       {std::pair<std::string, std::string>{
+            "PUT /v1/scripts", "request body is 16777217 bytes; the limit is 16777216 bytes"},
+        {"POST /v1/functions/echo/exec", "event is 16777217 bytes; the limit is 16777216 bytes"}}) {
+    base::UniqueFd fd = Dial(path_);
+    ASSERT_TRUE(SendAll(fd.get(), absl::StrCat(head, " HTTP/1.1\r\nContent-Length: ",
+                                               kMaxEventBytes + 1, "\r\n\r\n")));
+    ExpectErrorThenClose(fd.get(), 413, "payload_too_large", message);
+  }
+  EXPECT_EQ(service_.Requests().size(), 0u);
+  EXPECT_TRUE(service_.script_sizes.empty());
+
+  const std::string at_limit = absl::StrCat("\"", std::string(kMaxEventBytes - 2, 'e'), "\"");
+  Response accepted = MustCall("POST", "/v1/functions/echo/exec", at_limit);
+  EXPECT_EQ(accepted.status, 200);
+  ASSERT_EQ(service_.Requests().size(), 1u);
+  EXPECT_EQ(service_.Requests()[0].event_json.size(), kMaxEventBytes);
 }
 
 TEST_F(HttpServerTest, ChunkedBodyOverLimitIs413) {
@@ -507,6 +197,8 @@ TEST_F(HttpServerTest, ChunkedBodyOverLimitIs413) {
   sender.join();
   ASSERT_TRUE(response.has_value());
   EXPECT_EQ(response->status, 413);
+  EXPECT_EQ(response->Json()["error"]["message"],
+            "request body is more than 16777216 bytes; the limit is 16777216 bytes");
 }
 
 TEST_F(HttpServerTest, BodyAtTheLimitIsAccepted) {
@@ -668,6 +360,9 @@ TEST_F(HttpServerTest, ReplyAfterHangupIsDroppedSafely) {
 
 TEST_F(HttpServerTest, ThousandConcurrentExecs) {
   constexpr int kClients = 1000;
+  HttpLimits limits;  // all from one uid, past the default cap per client
+  limits.max_connections_per_client = kClients;
+  RestartServer(limits);
   service_.SetGateTarget(kClients);
   std::vector<base::UniqueFd> fds;
   for (int i = 0; i < kClients; ++i) {

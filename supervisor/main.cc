@@ -3,6 +3,7 @@
 // Python function on the host image and prints how to call it.
 #include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
@@ -22,6 +24,8 @@
 #include "core/base/sys/sched_attr.h"
 #include "core/cgroup.h"
 #include "supervisor/code_policy.h"
+#include "supervisor/connection_limits.h"
+#include "supervisor/event_limit.h"
 #include "supervisor/grpc_server.h"
 #include "supervisor/http_server.h"
 #include "supervisor/socket_path.h"
@@ -50,7 +54,19 @@ constexpr char kUsage[] =
     "  --no-demo            do not register the demo function when nothing is registered\n"
     "  --allow-unlimited    run functions without cgroup limits when none can be made\n"
     "  --workers N          requests running at once over all functions (default 64)\n"
-    "  -h, --help           this text\n";
+    "  -h, --help           this text\n"
+    "\n"
+    "Limits of the HTTP socket (not the gRPC one). The caps are lowered to fit the\n"
+    "open-file limit, which zygo serve raises to its hard limit at start:\n"
+    "  --http-request-timeout D     a request's head and body must arrive within D (of\n"
+    "                               the connection's start, or a later request's first\n"
+    "                               byte), else 408 and close (default 30s; D: 500ms, 2m)\n"
+    "  --http-idle-timeout D        a kept-alive connection idle for D is closed\n"
+    "                               (default 75s)\n"
+    "  --http-max-connections N     connections open at once, all clients (default 4096)\n"
+    "  --http-max-connections-per-client N\n"
+    "                               of one client, a uid (default 256); past either cap\n"
+    "                               a new connection gets 503 and is closed at once\n";
 
 struct ServeFlags {
   std::string listen;
@@ -60,7 +76,27 @@ struct ServeFlags {
   bool demo = true;
   bool allow_unlimited = false;
   int workers = 64;
+  HttpLimits http;
 };
+
+// A duration flag: 1 ms to 1 h.
+absl::StatusOr<absl::Duration> ParseTimeout(const char* name, const std::string& text) {
+  absl::Duration duration;
+  if (!absl::ParseDuration(text, &duration) || duration < absl::Milliseconds(1) ||
+      duration > absl::Hours(1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, " must be a duration from 1ms to 1h (500ms, 30s, 2m), not '", text, "'"));
+  }
+  return duration;
+}
+
+absl::StatusOr<size_t> ParseCount(const char* name, const std::string& text) {
+  size_t count = 0;
+  if (!absl::SimpleAtoi(text, &count) || count < 1 || count > 1'000'000) {
+    return absl::InvalidArgumentError(absl::StrCat(name, " must be 1..1000000, not '", text, "'"));
+  }
+  return count;
+}
 
 int Fail(const std::string& message) {
   fprintf(stderr, "zygo serve: %s\n", message.c_str());
@@ -97,6 +133,18 @@ absl::StatusOr<ServeFlags> ParseFlags(int argc, char** argv) {
       flags.demo = false;
     } else if (arg == "--allow-unlimited") {
       flags.allow_unlimited = true;
+    } else if (arg == "--http-request-timeout" || arg == "--http-idle-timeout") {
+      if (!(v = value(arg.c_str())).ok()) return v.status();
+      absl::StatusOr<absl::Duration> timeout = ParseTimeout(arg.c_str(), *v);
+      if (!timeout.ok()) return timeout.status();
+      (arg == "--http-request-timeout" ? flags.http.request_timeout : flags.http.idle_timeout) =
+          *timeout;
+    } else if (arg == "--http-max-connections" || arg == "--http-max-connections-per-client") {
+      if (!(v = value(arg.c_str())).ok()) return v.status();
+      absl::StatusOr<size_t> count = ParseCount(arg.c_str(), *v);
+      if (!count.ok()) return count.status();
+      (arg == "--http-max-connections" ? flags.http.max_connections
+                                       : flags.http.max_connections_per_client) = *count;
     } else if (arg == "--workers") {
       if (!(v = value("--workers")).ok()) return v.status();
       flags.workers = atoi(v->c_str());
@@ -187,6 +235,19 @@ void RemoveStaleCgroups(core::CgroupDriver& cgroups) {
           removed.size(), removed.size() == 1 ? "" : "s", absl::StrJoin(removed, ", ").c_str());
 }
 
+// Raises the soft RLIMIT_NOFILE to the hard one (the soft limit is often 1,024, which a
+// few hundred idle clients used to exhaust) and returns the soft limit now in force.
+uint64_t RaiseOpenFileLimit() {
+  struct rlimit limit;
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return 1024;
+  if (limit.rlim_cur < limit.rlim_max) {
+    struct rlimit raised = limit;
+    raised.rlim_cur = limit.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
+  }
+  return static_cast<uint64_t>(limit.rlim_cur);
+}
+
 std::string FindAgent(const char* name) {
   absl::StatusOr<std::string> found = cli::FindHelperBinary(
       name, absl::StrCat("agents/", absl::StrContains(name, "python") ? "python" : "exec"),
@@ -195,6 +256,8 @@ std::string FindAgent(const char* name) {
 }
 
 int Serve(const ServeFlags& flags) {
+  // First: the functions loaded below start warming at once, each holding fds.
+  const uint64_t open_files = RaiseOpenFileLimit();
   const std::string http_socket = ResolveSocketPath(flags.listen);
   const std::string grpc_socket =
       !flags.grpc_listen.empty()
@@ -240,13 +303,22 @@ int Serve(const ServeFlags& flags) {
     if (!demo.ok()) return Fail(absl::StrCat("demo function: ", demo.message()));
   }
 
-  absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Listen(http_socket, service->get());
+  const HttpLimits http_limits = FitToOpenFiles(flags.http, open_files);
+  absl::StatusOr<std::unique_ptr<HttpServer>> http =
+      HttpServer::Listen(http_socket, service->get(), http_limits);
   if (!http.ok()) return Fail(std::string(http.status().message()));
   absl::StatusOr<std::unique_ptr<GrpcServer>> grpc = GrpcServer::Listen(grpc_socket, service->get());
   if (!grpc.ok()) return Fail(std::string(grpc.status().message()));
 
   printf("zygo serve: listening on %s (HTTP/JSON) and %s (gRPC); state in %s\n",
          http_socket.c_str(), grpc_socket.c_str(), state_dir.c_str());
+  printf(
+      "  HTTP: up to %zu connections, %zu per client (open files: %llu); requests within "
+      "%s, idle connections closed after %s; events up to %zu bytes\n",
+      http_limits.max_connections, http_limits.max_connections_per_client,
+      static_cast<unsigned long long>(open_files),
+      absl::FormatDuration(http_limits.request_timeout).c_str(),
+      absl::FormatDuration(http_limits.idle_timeout).c_str(), kMaxEventBytes);
   for (const FunctionInfo& info : (*service)->List()) {
     printf("  function %-16s %s %s on %s\n", info.name.c_str(), info.runtime.c_str(),
            info.pool ? "(runtime pool)" : info.entry.c_str(), info.image.c_str());

@@ -66,7 +66,8 @@ struct RequestOutcome {
 // raised or the process was killed: see `error` and `outcome`); otherwise it is a typed
 // failure to run it at all: NotFound (unknown function or script), InvalidArgument
 // (malformed event), Unavailable (the zygote died; it is being re-warmed),
-// ResourceExhausted (over capacity), Cancelled (the caller went away), Internal.
+// ResourceExhausted (over capacity, or an event over kMaxEventBytes: event_limit.h),
+// Cancelled (the caller went away), Internal.
 struct ExecReply {
   absl::Status status;
   bool ok = false;          // the handler returned (or the command exited 0)

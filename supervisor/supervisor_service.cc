@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "supervisor/event_limit.h"
 
 namespace zygo::supervisor {
 
@@ -164,18 +165,22 @@ std::shared_ptr<RequestHandle> SupervisorService::Exec(ExecRequest request, Exec
   job->cancel = std::make_shared<CancelSignal>();
   job->queued_at = std::chrono::steady_clock::now();
   auto handle = std::make_shared<CancelHandle>(job->cancel);
+  // Refused before it is queued, so an event over the limit never waits holding memory.
+  absl::Status why = CheckEventSize(job->request.event_json.size(), job->request.stdin_data.size());
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (shutting_down_ || queue_.size() >= options_.max_queued) {
-      // Still answered from a worker-free path, but never inside Exec: a detached thread.
-      absl::Status why = shutting_down_
-                             ? absl::UnavailableError("the supervisor is shutting down")
-                             : absl::ResourceExhaustedError(absl::StrCat(
-                                   "over capacity: ", queue_.size(), " requests are waiting"));
-      std::thread([done = std::move(job->done), why] { done(ErrorReply(why)); }).detach();
-      return handle;
+    if (why.ok() && shutting_down_) {
+      why = absl::UnavailableError("the supervisor is shutting down");
+    } else if (why.ok() && queue_.size() >= options_.max_queued) {
+      why = absl::ResourceExhaustedError(
+          absl::StrCat("over capacity: ", queue_.size(), " requests are waiting"));
     }
-    queue_.push_back(std::move(job));
+    if (why.ok()) queue_.push_back(std::move(job));
+  }
+  if (!why.ok()) {
+    // Still answered from a worker-free path, but never inside Exec: a detached thread.
+    std::thread([done = std::move(job->done), why] { done(ErrorReply(why)); }).detach();
+    return handle;
   }
   // Outside the lock: a worker woken while the loop thread still held it would go straight
   // back to sleep on the mutex (two more context switches on the request path).
@@ -233,7 +238,8 @@ void SupervisorService::RunJob(Job& job) {
     job.done(ErrorReply(absl::InvalidArgumentError("the event is not valid JSON")));
     return;
   }
-  ExecRequest adjusted = request;
+  // Moved, not copied: an event can be kMaxEventBytes, and `request` is not read again.
+  ExecRequest adjusted = std::move(job.request);
   // A python handler gets the event; an exec function gets the body on stdin.
   if (spec.runtime == "python") adjusted.stdin_data.clear();
   if (spec.runtime == "exec") adjusted.event_json.clear();

@@ -13,9 +13,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "agents/wire/channel.h"
+#include "agents/wire/event_memfd.h"
 #include "agents/wire/messages.h"
 #include "core/base/errno_status.h"
 #include "core/base/status_macros.h"
+#include "supervisor/event_limit.h"
 #include "supervisor/zygote.h"
 #include "supervisor/zygote_spare.h"
 
@@ -23,6 +25,9 @@ namespace zygo::supervisor {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Every event the API takes must be one a Run can carry.
+static_assert(kMaxEventBytes <= wire::kMaxEventBytes);
 
 int64_t Micros(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration_cast<std::chrono::microseconds>(to - from).count();
@@ -225,8 +230,11 @@ void Zygote::LearnTouched(Spare& spare) {
   if (touched.ok()) prefault_.Learn(touched->runs);
 }
 
-// The request's stdin into the spare's memfd, then its Run with the stdio fds. A Run that
-// cannot be encoded is InvalidArgument; a spare that is gone, wire::IsPeerClosed.
+// The request's stdin into the spare's memfd, then its Run with the stdio fds. The event
+// goes in the frame when it fits there (most do, and then it costs nothing more), else in
+// a sealed memfd sent after the stdio fds (wire v6). A pool script goes as the bytecode
+// cached for it when there is some, else as its source. A Run that cannot be encoded is
+// InvalidArgument; a spare that is gone, wire::IsPeerClosed.
 absl::Status Zygote::SendRun(Spare& spare, const SpareRequest& request, bool report_touched,
                              bool* sent_code) {
   const int in = spare.stdio[0].get(), out = spare.stdio[1].get(), err = spare.stdio[2].get();
@@ -234,27 +242,41 @@ absl::Status Zygote::SendRun(Spare& spare, const SpareRequest& request, bool rep
   wire::RunMessage run;
   run.request_id = request.request_id;
   run.entry = request.entry;
-  run.event = request.event;
   run.deadline_ms = static_cast<uint64_t>(std::max<int64_t>(1, request.timeout_ms));
   run.fd_layout = wire::FdLayout::kStdio;
   run.report_touched = report_touched;
+  // Inline first; the memfd only when the event cannot share the frame with the rest.
+  auto encode = [&]() -> absl::StatusOr<wire::Frame> {
+    run.event_fd_size = 0;
+    if (request.event.size() <= wire::kMaxPayloadSize) {
+      run.event = request.event;
+      absl::StatusOr<wire::Frame> frame = wire::Encode(run);
+      if (frame.ok() || request.event.empty()) return frame;
+    }
+    run.event.clear();
+    run.event_fd_size = request.event.size();
+    return wire::Encode(run);
+  };
   absl::StatusOr<wire::Frame> frame = absl::UnknownError("not encoded");
   if (!request.code.empty()) {
     std::optional<std::string> bytecode = bytecode_.Find(request.entry);
     if (bytecode.has_value()) {
       run.bytecode = *std::move(bytecode);
-      frame = wire::Encode(run);
+      frame = encode();
     }
   }
   *sent_code = false;
   if (!frame.ok()) {  // No bytecode yet, or it does not fit beside the event: the source.
     run.bytecode.clear();
     run.code = request.code;
-    frame = wire::Encode(run);
+    frame = encode();
     *sent_code = !run.code.empty();
   }
   if (!frame.ok()) return frame.status();
-  return wire::SendFrame(spare.channel.get(), *frame, {in, out, err});
+  if (run.event_fd_size == 0) return wire::SendFrame(spare.channel.get(), *frame, {in, out, err});
+  absl::StatusOr<base::UniqueFd> event = wire::MakeEventMemfd(request.event);
+  if (!event.ok()) return event.status();
+  return wire::SendFrame(spare.channel.get(), *frame, {in, out, err, event->get()});
 }
 
 void Zygote::Run(const SpareRequest& request, const CancelSignal& cancel,

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import uuid
+import zlib
 
 
 def handle(event):
@@ -47,6 +48,11 @@ def handle(event):
         return "sent"
     if op == "exit":
         os._exit(event["code"])
+    if op == "measure":
+        fds = os.listdir("/proc/self/fd")
+        links = [os.readlink("/proc/self/fd/" + fd) for fd in fds if os.path.exists("/proc/self/fd/" + fd)]
+        return {"length": len(event["blob"]), "crc32": zlib.crc32(event["blob"].encode()),
+                "event_fd_open": any("zygo-event" in link for link in links)}
     raise ValueError("unknown op " + op)
 )py";
 

@@ -11,6 +11,9 @@
 //   {"op": "write", "path": P}     -> creates P; returns "written" (or raises)
 //   {"op": "kill", "pid": N, "signal": S} -> sends S to N; returns "sent" (or raises)
 //   {"op": "exit", "code": C}      -> exits at once with status C, reporting nothing
+//   {"op": "measure", "blob": S}   -> {"length": len(S), "crc32": zlib's CRC-32 of S as
+//                                     UTF-8, "event_fd_open": whether the process holds
+//                                     an fd of an event memfd}
 // and, for pool mode, scripts whose handler(event) returns {"doubled": event["x"] * 2}
 // or raises on the line marked RAISE_LINE.
 #ifndef ZYGO_AGENTS_CONFORMANCE_AGENT_KINDS_H_

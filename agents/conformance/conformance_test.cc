@@ -1,10 +1,11 @@
 // The agent conformance suite: every agent (today zygo-agent-python) runs as a plain
-// subprocess on a zygote channel and must speak protocol v3 the same way: Hello; Spawn ->
+// subprocess on a zygote channel and must speak protocol v6 the same way: Hello; Spawn ->
 // Forked from a real child with one fd; Run -> Done/Failed; Done(spare) after the reap;
 // per-spare reseeding, temp dirs and Landlock scoping; EOF -> exit.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -22,6 +23,7 @@
 #include "agents/conformance/agent_kinds.h"
 #include "agents/conformance/agent_process.h"
 #include "agents/wire/channel.h"
+#include "agents/wire/event_memfd.h"
 #include "agents/wire/messages.h"
 #include "core/base/sys/fs.h"
 #include "core/base/sys/landlock.h"
@@ -48,6 +50,16 @@ std::string ReadAll(int fd) {
   ssize_t n;
   while ((n = ::read(fd, buffer, sizeof(buffer))) > 0) text.append(buffer, n);
   return text;
+}
+
+// zlib's CRC-32 (reflected, polynomial 0xEDB88320), bit by bit.
+uint32_t Crc32(absl::string_view bytes) {
+  uint32_t crc = 0xFFFFFFFF;
+  for (unsigned char byte : bytes) {
+    crc ^= byte;
+    for (int bit = 0; bit < 8; ++bit) crc = (crc >> 1) ^ (0xEDB88320 & (0 - (crc & 1)));
+  }
+  return ~crc;
 }
 
 wire::RunMessage MakeRun(const std::string& event, FdLayout layout = FdLayout::kNone) {
@@ -88,7 +100,7 @@ class ConformanceTest : public ::testing::TestWithParam<AgentKind> {
     ASSERT_TRUE(hello.ok()) << hello.status();
     EXPECT_EQ(hello->agent_kind, GetParam().name);
     EXPECT_EQ(hello->protocol_version, wire::kProtocolVersion);
-    EXPECT_EQ(wire::kProtocolVersion, 5u);
+    EXPECT_EQ(wire::kProtocolVersion, 6u);
     EXPECT_EQ(hello->pid, agent_->pid());  // Same pid namespace in this suite.
     EXPECT_EQ(frame->sender_pid, agent_->pid());
   }
@@ -292,6 +304,36 @@ TEST_P(ConformanceTest, PrintGoesToTheRequestStdio) {
   // Done comes after the flush: everything printed is already in the pipes.
   EXPECT_EQ(ReadAll(out_read.get()), "hello from the handler\n");
   EXPECT_EQ(ReadAll(err_read.get()), "to stderr\n");
+}
+
+// v6: an event larger than a frame comes in a sealed memfd after the stdio fds. It reaches
+// the handler whole, and the handler does not hold the memfd; an unsealed one is refused.
+TEST_P(ConformanceTest, AnEventLargerThanAFrameArrivesInASealedMemfd) {
+  StartFunctionMode();
+  std::string blob(1 << 20, '\0');
+  for (size_t i = 0; i < blob.size(); ++i) {
+    blob[i] = static_cast<char>('a' + (i * 7 + i / 977) % 26);
+  }
+  const std::string event = absl::StrCat(R"({"op": "measure", "blob": ")", blob, R"("})");
+  ASSERT_GT(event.size(), wire::kMaxPayloadSize);
+  wire::RunMessage run = MakeRun("", FdLayout::kStdio);
+  run.event_fd_size = event.size();
+  UniqueFd stdio[3];
+  for (UniqueFd& fd : stdio) fd.Reset(::memfd_create("stdio", MFD_CLOEXEC));
+  absl::StatusOr<UniqueFd> sealed = wire::MakeEventMemfd(event);
+  ASSERT_TRUE(sealed.ok()) << sealed.status();
+  const int fds[4] = {stdio[0].get(), stdio[1].get(), stdio[2].get(), sealed->get()};
+  EXPECT_EQ(ResultOf(RunOnNewSpare(run, 0, fds)),
+            absl::StrCat(R"({"length":)", blob.size(), R"(,"crc32":)", Crc32(blob),
+                         R"(,"event_fd_open":false})"));
+
+  // The same bytes in a memfd nobody sealed: it could change while the agent reads it.
+  UniqueFd open(::memfd_create("zygo-event", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  ASSERT_EQ(::write(open.get(), event.data(), event.size()), static_cast<ssize_t>(event.size()));
+  const int unsealed_fds[4] = {stdio[0].get(), stdio[1].get(), stdio[2].get(), open.get()};
+  const wire::FailedMessage failed = FailedOf(RunOnNewSpare(run, 1, unsealed_fds));
+  EXPECT_EQ(failed.error_type, "EventError");
+  EXPECT_NE(failed.message.find("seals"), std::string::npos) << failed.message;
 }
 
 TEST_P(ConformanceTest, ExceptionIsFailedWithTraceback) {

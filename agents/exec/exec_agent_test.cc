@@ -14,11 +14,13 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "agents/conformance/agent_process.h"
 #include "agents/isolation/isolation.h"
 #include "agents/wire/channel.h"
+#include "agents/wire/event_memfd.h"
 #include "agents/wire/messages.h"
 #include "core/base/unique_fd.h"
 
@@ -100,12 +102,20 @@ class ExecAgentTest : public ::testing::Test {
     return std::move(*spare);
   }
 
-  // Runs `script` (the command's stdin) on `spare` and waits for its reap.
-  Ran RunScript(Spare& spare, const std::string& script) {
+  // Runs `script` (the command's stdin) on `spare` and waits for its reap. With an
+  // `event`, the Run carries it in an event memfd after the stdio fds (wire v6).
+  Ran RunScript(Spare& spare, const std::string& script, const std::string& event = "") {
     static uint64_t request_id = 0;
-    UniqueFd in = Memfd(script), out = Memfd(""), err = Memfd("");
-    const int fds[3] = {in.get(), out.get(), err.get()};
-    const wire::RunMessage run{++request_id, "exec", "", 10000, wire::FdLayout::kStdio, ""};
+    UniqueFd in = Memfd(script), out = Memfd(""), err = Memfd(""), event_fd;
+    wire::RunMessage run{++request_id, "exec", "", 10000, wire::FdLayout::kStdio, ""};
+    std::vector<int> fds = {in.get(), out.get(), err.get()};
+    if (!event.empty()) {
+      absl::StatusOr<UniqueFd> sealed = wire::MakeEventMemfd(event);
+      EXPECT_TRUE(sealed.ok()) << sealed.status();
+      if (sealed.ok()) event_fd = *std::move(sealed);
+      run.event_fd_size = event.size();
+      fds.push_back(event_fd.get());
+    }
     Ran ran;
     absl::StatusOr<wire::ReceivedFrame> reply = conformance::RunOn(spare, run, fds);
     if (wire::IsPeerClosed(reply.status())) {
@@ -164,6 +174,12 @@ TEST_F(ExecAgentTest, EachRequestHasItsOwnTmpDirMadeBeforeItAndRemovedAfterItsRe
 TEST_F(ExecAgentTest, TheCommandHoldsOnlyItsStdio) {
   Spare spare = SpawnWaiting();
   Ran ran = RunScript(spare, "ls /proc/self/fd | tr '\\n' ' '");
+  EXPECT_EQ(ran.out, "0 1 2 3 ") << ran.err;
+  // A Run whose event came in a memfd (v6: a command's input is its stdin, but the agent
+  // takes any Run) still runs the command, and the memfd closes at the exec.
+  Spare with_event = SpawnWaiting();
+  ran = RunScript(with_event, "ls /proc/self/fd | tr '\\n' ' '", std::string(200 << 10, 'e'));
+  EXPECT_EQ(ran.reply, "exec'd");
   EXPECT_EQ(ran.out, "0 1 2 3 ") << ran.err;
 }
 

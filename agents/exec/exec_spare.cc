@@ -105,8 +105,9 @@ void ExecSpareRunner::ServeChildChannel(int channel, const absl::Status& setup) 
 void ExecSpareRunner::Exec(int channel, const wire::ReceivedFrame& received, uint64_t request_id,
                            bool stdio) {
   if (stdio) {
-    // dup2 clears CLOEXEC on 0-2; the Run's own copies close at exec, as does the channel
-    // (which tells the supervisor the command is running).
+    // dup2 clears CLOEXEC on 0-2; the Run's own copies close at exec, as do an event
+    // memfd (v6; a command's input is its stdin) and the channel (which tells the
+    // supervisor the command is running).
     for (int target = 0; target < 3; ++target) {
       if (::dup2(received.fds[target].get(), target) < 0) {
         ReportFailed(channel, request_id, "SetupError",

@@ -13,6 +13,7 @@
 #include "agents/python/prefault.h"
 #include "agents/python/py_json.h"
 #include "agents/wire/channel.h"
+#include "agents/wire/event_memfd.h"
 #include "core/base/sys/sched_attr.h"
 
 namespace zygo::agents::python {
@@ -155,6 +156,19 @@ void RunRequest(const PreparedSpare& spare, wire::ReceivedFrame& received,
     (void)wire::SendFrame(spare.channel, *wire::Encode(error), {});
     ::_exit(1);
   }
+  // An event too large for the frame rides in a sealed memfd after the layout's fds (v6):
+  // read before InstallStdio closes the Run's fds, and closed, so the handler never has it.
+  std::string event_from_fd;
+  if (run.event_fd_size != 0) {
+    base::UniqueFd& fd = received.fds[wire::FdCount(run.fd_layout)];
+    absl::StatusOr<std::string> read = wire::ReadEventMemfd(fd.get(), run.event_fd_size);
+    fd.Reset();
+    if (!read.ok()) {
+      ReportFailed(spare, id, {"EventError", std::string(read.status().message()), ""});
+    }
+    event_from_fd = *std::move(read);
+  }
+  const absl::string_view event_text = run.event_fd_size != 0 ? event_from_fd : run.event;
   if (run.fd_layout == wire::FdLayout::kStdio) {
     if (absl::Status status = InstallStdio(received); !status.ok()) {
       ReportFailed(spare, id, {"SetupError", status.ToString(), ""});
@@ -167,12 +181,13 @@ void RunRequest(const PreparedSpare& spare, wire::ReceivedFrame& received,
 
   // An absent event is None: the protocol does not send empty fields.
   PyRef event = PyRef::Borrow(api, api.None());
-  if (!run.event.empty()) {
-    absl::StatusOr<PyRef> parsed = JsonToPython(api, run.event);
+  if (!event_text.empty()) {
+    absl::StatusOr<PyRef> parsed = JsonToPython(api, event_text);
     if (!parsed.ok())
       ReportFailed(spare, id, {"EventError", std::string(parsed.status().message()), ""});
     event = std::move(*parsed);
   }
+  std::string().swap(event_from_fd);  // Not held through the call: the handler needs the memory.
 
   CallResult result = spare.interpreter->Call(handler.get(), event.get());
   if (auto* error = std::get_if<PythonError>(&result)) ReportFailed(spare, id, *error);

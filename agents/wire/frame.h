@@ -16,7 +16,7 @@ namespace zygo::wire {
 
 // The bytes "ZYGO" as they appear on the wire, read as a little-endian u32.
 inline constexpr uint32_t kMagic = 0x4F47595A;
-inline constexpr uint16_t kProtocolVersion = 5;
+inline constexpr uint16_t kProtocolVersion = 6;
 inline constexpr size_t kHeaderSize = 24;
 // One frame is one SOCK_SEQPACKET datagram; the default unix socket buffer (wmem_default,
 // 212992 bytes) holds it whole, so 128 KiB of payload never needs a sysctl.

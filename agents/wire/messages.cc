@@ -20,6 +20,7 @@ enum : uint16_t {
   kRunCode = 5,
   kRunBytecode = 6,
   kRunReportTouched = 7,
+  kRunEventFdSize = 8,  // v6
 };
 enum : uint16_t { kForkedPid = 1 };
 enum : uint16_t { kDoneExitKind = 1, kDoneExitCode = 2, kDoneResult = 3 };
@@ -44,6 +45,7 @@ constexpr FieldSpec kRunSchema[] = {
     {kRunCode, FieldKind::kBytes, kMaxPayloadSize, false},
     {kRunBytecode, FieldKind::kBytes, kMaxPayloadSize, false},
     {kRunReportTouched, FieldKind::kU64, 8, false},
+    {kRunEventFdSize, FieldKind::kU64, 8, false},
 };
 constexpr FieldSpec kCompiledSchema[] = {
     {kCompiledBytecode, FieldKind::kBytes, kMaxPayloadSize, true},
@@ -125,6 +127,13 @@ absl::Status ValidateRun(const RunMessage& m) {
   }
   if (!m.code.empty() && !m.bytecode.empty()) {
     return Invalid(MessageType::kRun, "code and bytecode are exclusive");
+  }
+  if (m.event_fd_size > kMaxEventBytes) {
+    return Invalid(MessageType::kRun, absl::StrCat("an event of ", m.event_fd_size,
+                                                   " bytes; at most ", kMaxEventBytes));
+  }
+  if (m.event_fd_size != 0 && !m.event.empty()) {
+    return Invalid(MessageType::kRun, "an event inline and in a memfd are exclusive");
   }
   switch (m.fd_layout) {
     case FdLayout::kNone:
@@ -264,6 +273,10 @@ size_t FdCount(FdLayout layout) {
   return 0;
 }
 
+size_t RunFdCount(const RunMessage& run) {
+  return FdCount(run.fd_layout) + (run.event_fd_size != 0 ? 1 : 0);
+}
+
 absl::StatusOr<Frame> Encode(const HelloMessage& m) {
   ZYGO_RETURN_IF_ERROR(ValidateHello(m));
   return CheckedFrame(MakeFrame(MessageType::kHello, 0,
@@ -284,6 +297,7 @@ absl::StatusOr<Frame> Encode(const RunMessage& m) {
   if (!m.code.empty()) writer.AddBytes(kRunCode, m.code);
   if (!m.bytecode.empty()) writer.AddBytes(kRunBytecode, m.bytecode);
   if (m.report_touched) writer.AddU64(kRunReportTouched, 1);
+  if (m.event_fd_size != 0) writer.AddU64(kRunEventFdSize, m.event_fd_size);
   return CheckedFrame(MakeFrame(MessageType::kRun, m.request_id, writer.Finish()));
 }
 
@@ -384,8 +398,12 @@ absl::StatusOr<RunMessage> DecodeRun(const ReceivedFrame& received) {
     return Invalid(MessageType::kRun, absl::StrCat("report_touched ", report_touched));
   }
   m.report_touched = report_touched == 1;
-  ZYGO_RETURN_IF_ERROR(CheckFrame(received, MessageType::kRun, FdCount(m.fd_layout)));
+  m.event_fd_size = reader.U64(kRunEventFdSize).value_or(0);
+  if (reader.U64(kRunEventFdSize).has_value() && m.event_fd_size == 0) {
+    return Invalid(MessageType::kRun, "an event memfd of 0 bytes");
+  }
   ZYGO_RETURN_IF_ERROR(ValidateRun(m));
+  ZYGO_RETURN_IF_ERROR(CheckFrame(received, MessageType::kRun, RunFdCount(m)));
   return m;
 }
 

@@ -2,12 +2,13 @@
 // builds a Frame; each Decode checks the frame's type, fd count and request id, then parses
 // the payload strictly (see fields.h). Decoders take untrusted input and never crash on it.
 //
-// Protocol v5 has two kinds of channel (both SOCK_SEQPACKET socketpairs):
+// Protocol v6 has two kinds of channel (both SOCK_SEQPACKET socketpairs):
 //   zygote channel (supervisor <-> zygote agent):  zygote: Hello;  supervisor: Spawn(spare);
 //     the forked CHILD itself: Forked(spare, pid, +1 fd: the supervisor's end of a new child
 //     channel), so SCM_CREDENTIALS name the child;  zygote, once it reaped the child:
 //     Done(spare, exit status). EOF from the supervisor: the zygote exits.
-//   child channel (supervisor <-> one spare):  supervisor: Run(request, +fds);  child:
+//   child channel (supervisor <-> one spare):  supervisor: Run(request, +fds: the layout's,
+//     then the event memfd when the event did not fit in the frame);  child:
 //     Done(result, exit 0) or Failed(type, message, traceback, exit 1); a pool child given
 //     a script's source may first send Compiled(bytecode), made before any of it ran; a
 //     child whose Run said report_touched sends Touched(pages) after its Done. Before a Run,
@@ -42,6 +43,9 @@ inline constexpr int64_t kMaxPid = 4 * 1024 * 1024;
 inline constexpr size_t kMaxPageRuns = 4096;
 inline constexpr uint64_t kMaxPageRunPages = 64 * 1024;  // 256 MiB of 4 KiB pages
 inline constexpr uint64_t kPageBytes = 4096;
+// The largest event a Run carries, inline or in an event memfd (event_memfd.h). The
+// supervisor's API takes no larger one (supervisor/service.h).
+inline constexpr uint64_t kMaxEventBytes = uint64_t{16} << 20;
 
 // Which fds a Run frame carries, in order.
 enum class FdLayout : uint8_t {
@@ -72,6 +76,10 @@ struct RunMessage {
   std::string bytecode;
   // Optional: after its Done, the child sends Touched (an agent that cannot may ignore it).
   bool report_touched = false;
+  // Non-zero (v6): the event is not in `event` (which is then empty) but in a sealed
+  // memfd of exactly this many bytes, 1..kMaxEventBytes, carried after the layout's fds
+  // (MakeEventMemfd / ReadEventMemfd in event_memfd.h).
+  uint64_t event_fd_size = 0;
 };
 
 // Adjacent pages of a process's memory, by address (the same in every child of a zygote).
@@ -189,7 +197,10 @@ absl::StatusOr<Frame> Encode(const PrefaultMessage& message);
 absl::StatusOr<Frame> Encode(const JoinMessage& message);
 absl::StatusOr<Frame> Encode(const JoinedMessage& message);
 
-// Each decoder also requires the number of fds the message type allows: FdCount(fd_layout)
+// The fds a Run frame carries: its layout's, plus one when the event rides in a memfd.
+size_t RunFdCount(const RunMessage& run);
+
+// Each decoder also requires the number of fds the message type allows: RunFdCount
 // for Run, kForkedFdCount for Forked, 1..kMaxFdsPerFrame for Join, none for the others. The fds
 // stay owned by `received`.
 absl::StatusOr<HelloMessage> DecodeHello(const ReceivedFrame& received);

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <vector>
@@ -97,6 +98,35 @@ TEST_F(MessagesTest, RunWithCode) {
   got = DecodeRun(Transfer(run));
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->code.size(), kMaxPayloadSize / 2);
+}
+
+// v6: an event that does not fit in the frame rides in a memfd after the layout's fds; the
+// Run says how big it is, and the fd count follows.
+TEST_F(MessagesTest, RunWithItsEventInAMemfd) {
+  UniqueFd stdio[3], memfd(::memfd_create("event", MFD_CLOEXEC));
+  for (UniqueFd& fd : stdio) fd.Reset(::memfd_create("stdio", MFD_CLOEXEC));
+  RunMessage run{5, "handler.py:main", "", 100, FdLayout::kStdio};
+  run.event_fd_size = kMaxEventBytes;
+  EXPECT_EQ(RunFdCount(run), 4u);
+  ReceivedFrame received =
+      Transfer(run, {stdio[0].get(), stdio[1].get(), stdio[2].get(), memfd.get()});
+  absl::StatusOr<RunMessage> got = DecodeRun(received);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->event_fd_size, kMaxEventBytes);
+  EXPECT_EQ(got->event, "");
+
+  // The fd count must match: the layout's three without the memfd is refused.
+  ReceivedFrame short_of_one = Transfer(run, {stdio[0].get(), stdio[1].get(), stdio[2].get()});
+  EXPECT_FALSE(DecodeRun(short_of_one).ok());
+  // No event both ways, none over the limit.
+  run.event = "1";
+  EXPECT_FALSE(Encode(run).ok());
+  run.event.clear();
+  run.event_fd_size = kMaxEventBytes + 1;
+  EXPECT_FALSE(Encode(run).ok());
+  // Without a memfd, a plain Run counts only its layout's fds.
+  run.event_fd_size = 0;
+  EXPECT_EQ(RunFdCount(run), 3u);
 }
 
 TEST_F(MessagesTest, SpawnAndZygoteDone) {

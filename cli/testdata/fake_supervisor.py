@@ -44,8 +44,12 @@ def reply(ok=True, result=None, error=None, stdout="", stderr="", **outcome_fiel
             "timings_us": {"fork": 0, "admit": 0, "run": 100, "reply": 5, "total": 120}}
 
 
+# Smaller than the real supervisor's 16 MiB, so the test's oversized event stays small.
+EVENT_LIMIT = 1 << 20
+
+
 def error(code, message):
-    status = {"not_found": 404, "invalid_argument": 400}[code]
+    status = {"not_found": 404, "invalid_argument": 400, "payload_too_large": 413}[code]
     return status, {"error": {"code": code, "message": message}}
 
 
@@ -93,7 +97,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def handle_any(self):
         url = urllib.parse.urlsplit(self.path)
         query = urllib.parse.parse_qs(url.query)
-        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        length = int(self.headers.get("Content-Length", 0))
+        if url.path.endswith("/exec") and length > EVENT_LIMIT:
+            # As the real one does: answer at the headers, close without reading the body,
+            # so a client still writing it finds the connection gone (EPIPE).
+            self.close_connection = True
+            return self.answer(*error("payload_too_large",
+                                      f"event is {length} bytes; the limit is {EVENT_LIMIT} bytes"))
+        body = self.rfile.read(length)
         with open(self.server.log, "a") as log:
             log.write(json.dumps({"method": self.command, "path": url.path, "query": query,
                                   "content_type": self.headers.get("Content-Type"),
