@@ -4,7 +4,6 @@
 // (/oldroot/...). Resolved again by path in the child, the swap bound a host directory
 // outside the volume (in 59 of 300 runs, read-write). Opened once without following any
 // symlink and checked to be the inode the parent saw, the swap is refused instead.
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -56,13 +55,11 @@ class VolumeRace : public ::testing::Test {
     if (!root_.empty()) fs::remove_all(root_);
   }
 
-  // The attacker swaps /shared/a and /shared/swap until told to stop.
+  // The attacker swaps /shared/a and /shared/swap until /shared/stop exists.
   void StartAttacker() {
-    marker_ = absl::StrCat("ZYGO_RACE_ATTACKER=", getpid());
     attacker_ = std::thread([this] {
-      attack_ = RunProbe({"exchange-loop", "/shared/a", "/shared/swap", "600000"},
-                         {"-v", root_ + "/shared:/shared:rw", "-e", marker_},
-                         RunOptions{.want_outcome = false});
+      attack_ = RunProbe({"exchange-loop", "/shared/a", "/shared/swap", "600000", "/shared/stop"},
+                         {"-v", root_ + "/shared:/shared:rw"}, RunOptions{.want_outcome = false});
     });
     // Running once the swaps have begun.
     for (int i = 0; i < 400; ++i) {
@@ -72,16 +69,8 @@ class VolumeRace : public ::testing::Test {
     ADD_FAILURE() << "the attacker never swapped";
   }
   void StopAttacker() {
-    for (int pid : ProcessesMatching(marker_)) {
-      if (absl::StrContains(Argv0Of(pid), "zygo")) kill(pid, SIGTERM);
-    }
+    WriteFile(root_ + "/shared/stop", "");
     attacker_.join();
-  }
-  static std::string Argv0Of(int pid) {
-    std::ifstream in(absl::StrCat("/proc/", pid, "/cmdline"));
-    std::string argv0;
-    std::getline(in, argv0, '\0');
-    return argv0;
   }
 
   void Count(const RunResult& run, const std::string& inside, const std::string& outside,
@@ -99,7 +88,6 @@ class VolumeRace : public ::testing::Test {
   }
 
   std::string root_;
-  std::string marker_;
   std::thread attacker_;
   RunResult attack_;
 };

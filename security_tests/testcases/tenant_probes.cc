@@ -384,7 +384,8 @@ Outcome ProbeAioSetup(const Args& args) {
 // Races.
 
 // Swaps PATH_A and PATH_B (renameat2 RENAME_EXCHANGE, atomic) as fast as it can for MILLIS
-// ms, an even number of times so both end where they began. Allowed: it swapped at all.
+// ms, or until STOP exists, an even number of times so both end where they began.
+// Allowed: it swapped at all.
 Outcome ProbeExchangeLoop(const Args& args) {
   long millis = 0;
   if (!ParseLong(args[2], 1, 600000, &millis)) return BadUsage();
@@ -400,7 +401,8 @@ Outcome ProbeExchangeLoop(const Args& args) {
     ++swaps;
     clock_gettime(CLOCK_MONOTONIC, &now);
     long elapsed = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
-    if (elapsed >= millis && swaps % 2 == 0) break;
+    bool stop = elapsed >= millis || (args.size() > 3 && access(args[3].c_str(), F_OK) == 0);
+    if (stop && swaps % 2 == 0) break;
   }
   Info("swaps=" + std::to_string(swaps));
   return Allowed();
@@ -439,12 +441,11 @@ constexpr ProbeSpec kTenantProbes[] = {
      ProbeInotifyHold},
     {"inotify-watches", "DIR MAX", 2, 2, "inotify watches on up to MAX new files in DIR",
      ProbeInotifyWatches},
-    {"sigqueue-hold", "MAX", 1, 1, "queue up to MAX realtime signals to itself",
-     ProbeSigqueueHold},
+    {"sigqueue-hold", "MAX", 1, 1, "queue up to MAX realtime signals to itself", ProbeSigqueueHold},
     {"aio-setup", "NR", 1, 1, "io_setup(NR)", ProbeAioSetup},
     {"int80-child", "", 0, 0, "a child calls int $0x80; this one exits 0", ProbeInt80Child},
-    {"exchange-loop", "PATH_A PATH_B MILLIS", 3, 3, "swap two paths atomically, for MILLIS ms",
-     ProbeExchangeLoop},
+    {"exchange-loop", "PATH_A PATH_B MILLIS [STOP]", 3, 4,
+     "swap two paths atomically, for MILLIS ms or until STOP exists", ProbeExchangeLoop},
 };
 
 }  // namespace
