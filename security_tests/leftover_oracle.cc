@@ -15,10 +15,7 @@
 namespace zygo::testing {
 namespace {
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream file(path);
-  return std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-}
+std::string ReadFile(const std::string& path) { return ReadProcFile(path); }
 
 std::string ReadLink(const std::filesystem::path& path) {
   std::error_code ec;

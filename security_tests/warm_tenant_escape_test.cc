@@ -67,8 +67,7 @@ class WarmTenantEscapeTest : public ::testing::Test {
   std::vector<pid_t> SandboxOf(const std::string& entry) {
     std::vector<pid_t> found;
     for (pid_t pid : Descendants(supervisor_->pid())) {
-      std::ifstream in(absl::StrCat("/proc/", pid, "/cmdline"));
-      std::string cmdline((std::istreambuf_iterator<char>(in)), {});
+      std::string cmdline = ReadProcFile(absl::StrCat("/proc/", pid, "/cmdline"));
       if (Argv0(pid) != "zygo-init" || !absl::StrContains(cmdline, entry)) continue;
       found.push_back(pid);
       for (pid_t inside : Descendants(pid)) found.push_back(inside);

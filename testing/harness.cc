@@ -170,6 +170,17 @@ std::string OutcomeField(const RunResult& result, const std::string& key) {
   return "";
 }
 
+std::string ReadProcFile(const std::string& path) {
+  std::string text;
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return text;
+  char buffer[4096];
+  ssize_t n;
+  while ((n = read(fd, buffer, sizeof(buffer))) > 0) text.append(buffer, static_cast<size_t>(n));
+  close(fd);
+  return text;
+}
+
 std::vector<int> ProcessesMatching(const std::string& needle) {
   std::vector<int> pids;
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
@@ -178,9 +189,7 @@ std::vector<int> ProcessesMatching(const std::string& needle) {
     int pid = std::stoi(name);
     if (pid == getpid()) continue;
     for (const char* name : {"cmdline", "environ"}) {
-      std::ifstream file(entry.path() / name);
-      std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-      if (absl::StrContains(text, needle)) {
+      if (absl::StrContains(ReadProcFile(entry.path() / name), needle)) {
         pids.push_back(pid);
         break;
       }

@@ -70,6 +70,10 @@ std::string Verdict(const RunResult& result, const std::string& subcommand);
 // A field of the outcome JSON, as its JSON text ("\"ok\"", "137", "true").
 std::string OutcomeField(const RunResult& result, const std::string& key);
 
+// The bytes of a file such as /proc/PID/cmdline: what could be read before its process
+// went away (a read then fails with ESRCH), never an exception.
+std::string ReadProcFile(const std::string& path);
+
 // Processes whose command line or environment contains `needle`, excluding the
 // caller. A sandboxed process can be found by a marker passed with `-e`.
 std::vector<int> ProcessesMatching(const std::string& needle);
