@@ -125,4 +125,7 @@ int Main(int argc, char** argv, char** envp) {
 }  // namespace
 }  // namespace zygo::core::init
 
-int main(int argc, char** argv, char** envp) { return zygo::core::init::Main(argc, argv, envp); }
+// Called by _start (freestanding.cc): zygo-init has no C library, so no main.
+extern "C" int ZygoInitMain(int argc, char** argv, char** envp) {
+  return zygo::core::init::Main(argc, argv, envp);
+}
