@@ -31,16 +31,72 @@ def main(event):
     return {'pid': ctypes.CFUNCTYPE(ctypes.c_int)(address)()}
 )";
 
+// The kernel surfaces `zygo run`'s tests attempt, from a warm request: socket families,
+// native AIO, setuid modes, inotify instances, root-only /proc files. Each answer is
+// what was attempted: "ok" or the errno's name (for inotify, how many it got).
+constexpr char kSurfaceHandler[] = R"(import ctypes, errno, os, socket, tempfile
+
+
+def _try(action):
+    try:
+        action()
+        return 'ok'
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+
+
+def _aio():
+    libc = ctypes.CDLL(None, use_errno=True)
+    context = ctypes.c_ulong(0)
+    if libc.syscall(206, 16, ctypes.byref(context)) != 0:  # io_setup
+        raise OSError(ctypes.get_errno(), 'io_setup')
+    libc.syscall(207, context)  # io_destroy
+
+
+def _inotify_count():
+    libc = ctypes.CDLL(None, use_errno=True)
+    fds = []
+    while len(fds) < 1000:
+        fd = libc.inotify_init1(0)
+        if fd < 0:
+            break
+        fds.append(fd)
+    for fd in fds:
+        os.close(fd)
+    return len(fds)
+
+
+def main(event):
+    path = os.path.join(tempfile.gettempdir(), 'setid-probe')  # the request's own dir
+    open(path, 'w').close()
+    with open('/proc/kpageflags', 'rb') as f:
+        kpageflags = len(f.read(4096))
+    return {
+        'unix': _try(lambda: socket.socket(socket.AF_UNIX).close()),
+        'inet': _try(lambda: socket.socket(socket.AF_INET).close()),
+        'vsock': _try(lambda: socket.socket(40, socket.SOCK_STREAM).close()),
+        'packet': _try(lambda: socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM).close()),
+        'aio': _try(_aio),
+        'chmod_0755': _try(lambda: os.chmod(path, 0o755)),
+        'chmod_4755': _try(lambda: os.chmod(path, 0o4755)),
+        'inotify': _inotify_count(),
+        'kpageflags_bytes': kpageflags,
+    }
+)";
+
 class WarmSeccompEscape : public WarmSuite {
  protected:
   void SetUp() override {
     WarmSuite::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
     WriteFile("code/abi.py", kAbiHandler);
+    WriteFile("code/surface.py", kSurfaceHandler);
     std::filesystem::copy_file(ProbePath(), dir_ + "/code/escape_probe");
     StartSupervisor();
     if (IsSkipped() || HasFatalFailure()) return;
     absl::Status up = Up("abi", "name = \"abi\"\nentry = \"abi.py:main\"\ncold_after = \"0\"\n");
+    ASSERT_TRUE(up.ok()) << up;
+    up = Up("surface", "name = \"surface\"\nentry = \"surface.py:main\"\ncold_after = \"0\"\n");
     ASSERT_TRUE(up.ok()) << up;
     // The event (on stdin) picks the probe's subcommand: 80 is int80, 0 write-path /tmp.
     up = Up("abi-exec",
@@ -103,6 +159,24 @@ TEST_F(WarmSeccompEscape, AWarmExecRequestCallingFromI386IsKilledAndNamed) {
   zygo::v1::ExecReply over_grpc = OverGrpc("abi-exec", "80");
   EXPECT_EQ(over_grpc.outcome().status(), "seccomp_killed") << over_grpc.DebugString();
   EXPECT_EQ(over_grpc.outcome().seccomp_arch(), "i386") << over_grpc.DebugString();
+}
+
+// The same refusals as a one-shot run's (syscall_escape_test, privilege_escape_test,
+// host_resource_escape_test, where the controls on the host are), beside what still works.
+TEST_F(WarmSeccompEscape, ARequestMeetsTheSameKernelSurfacesAsAOneShotRun) {
+  nlohmann::json reply = OverHttp("surface", nlohmann::json::object());
+  ASSERT_EQ(reply["outcome"]["status"], "ok") << reply.dump();
+  const nlohmann::json& got = reply["result"];
+  EXPECT_EQ(got["unix"], "ok") << got;
+  EXPECT_EQ(got["inet"], "ok") << got;
+  EXPECT_EQ(got["chmod_0755"], "ok") << got;
+  EXPECT_EQ(got["vsock"], "EPERM") << got;
+  EXPECT_EQ(got["packet"], "EPERM") << got;
+  EXPECT_EQ(got["aio"], "ENOSYS") << got;
+  EXPECT_EQ(got["chmod_4755"], "EPERM") << got;
+  EXPECT_GT(got["inotify"].get<int>(), 0) << got;
+  EXPECT_LE(got["inotify"].get<int>(), 16) << got;
+  EXPECT_EQ(got["kpageflags_bytes"], 0) << got;
 }
 
 }  // namespace
