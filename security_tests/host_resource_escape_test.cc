@@ -65,6 +65,21 @@ class HostResources : public ::testing::Test {
   void TearDown() override {
     if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
+  // A copy of the probe nobody can run (the built one sits under /root in Bazel's cache),
+  // and the options that run a host control as nobody.
+  std::string ProbeForNobody() {
+    const std::string probe = dir_ + "/probe";
+    if (!std::filesystem::exists(probe)) std::filesystem::copy_file(ProbePath(), probe);
+    chmod(probe.c_str(), 0755);
+    return probe;
+  }
+  static RunOptions AsNobody() {
+    RunOptions options;
+    options.as_uid = 65534;
+    options.as_gid = 65534;
+    options.want_outcome = false;
+    return options;
+  }
   std::string dir_;
 };
 
@@ -74,14 +89,8 @@ class HostResources : public ::testing::Test {
 TEST_F(HostResources, ASandboxHoldingEveryInotifyInstanceItCanLeavesHostRootSome) {
   // Control: where only the kernel's per-user limit stops it (as nobody on the host), the
   // probe takes that user's whole budget: a second one gets none.
-  // The probe sits under /root in Bazel's cache, where nobody cannot reach it.
-  const std::string probe = dir_ + "/probe";
-  std::filesystem::copy_file(ProbePath(), probe);
-  chmod(probe.c_str(), 0755);
-  RunOptions as_nobody;
-  as_nobody.as_uid = 65534;
-  as_nobody.as_gid = 65534;
-  as_nobody.want_outcome = false;
+  const std::string probe = ProbeForNobody();
+  const RunOptions as_nobody = AsNobody();
   RunResult second;
   RunResult control = HoldWhile(
       [&](const RunOptions& options) {
@@ -114,13 +123,8 @@ TEST_F(HostResources, ASandboxHoldingEveryInotifyInstanceItCanLeavesHostRootSome
 // Watches and queued signals are counted per user too; a sandbox gets a share of its own.
 // Controls: as nobody on the host, the same probes get past that share.
 TEST_F(HostResources, InotifyWatchesAndQueuedSignalsStopAtTheSandboxsShare) {
-  const std::string probe = dir_ + "/probe";
-  std::filesystem::copy_file(ProbePath(), probe);
-  chmod(probe.c_str(), 0755);
-  RunOptions as_nobody;
-  as_nobody.as_uid = 65534;
-  as_nobody.as_gid = 65534;
-  as_nobody.want_outcome = false;
+  const std::string probe = ProbeForNobody();
+  const RunOptions as_nobody = AsNobody();
   RunResult watches_control = RunOnHost({probe, "inotify-watches", dir_, "10000"}, as_nobody);
   ASSERT_EQ(Verdict(watches_control, "inotify-watches"), "allowed") << watches_control.out;
   RunResult watches = RunProbe({"inotify-watches", "/tmp", "10000"});

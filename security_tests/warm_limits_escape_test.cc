@@ -64,33 +64,7 @@ class WarmLimitsEscape : public WarmSuite {
             absl::StrCat("name = \"shforker\"\nruntime = \"exec\"\nentry = [\"/bin/sh\", \"-c\", ",
                          nlohmann::json(kShellForker).dump(), "]\n", limits));
     ASSERT_TRUE(up.ok()) << up;
-    auto channel = grpc::CreateChannel(absl::StrCat("unix:", supervisor_->grpc_socket()),
-                                       grpc::InsecureChannelCredentials());
-    grpc_ = zygo::v1::Zygo::NewStub(channel);
   }
-
-  // One request over HTTP: the reply.
-  nlohmann::json OverHttp(const std::string& function, const nlohmann::json& event) {
-    absl::StatusOr<nlohmann::json> reply = supervisor_->Exec(function, event);
-    EXPECT_TRUE(reply.ok()) << reply.status() << supervisor_->Log();
-    return reply.ok() ? *reply : nlohmann::json::object();
-  }
-
-  // One request over gRPC: the reply.
-  zygo::v1::ExecReply OverGrpc(const std::string& function, const std::string& event) {
-    zygo::v1::ExecRequest request;
-    request.set_function(function);
-    request.set_event_json(event);
-    request.set_stdin_data(event);
-    zygo::v1::ExecReply reply;
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-    grpc::Status status = grpc_->Exec(&context, request, &reply);
-    EXPECT_TRUE(status.ok()) << status.error_message();
-    return reply;
-  }
-
-  std::unique_ptr<zygo::v1::Zygo::Stub> grpc_;
 };
 
 TEST_F(WarmLimitsEscape, APythonRequestForkingPastItsPidsLimitSaysPidsLimit) {

@@ -104,27 +104,6 @@ class WarmSeccompEscape : public WarmSuite {
             "entry = [\"/bin/sh\", \"-c\", \"read n; if [ $n = 80 ]; then exec /code/escape_probe "
             "int80; fi; exec /code/escape_probe write-path /tmp\"]\n");
     ASSERT_TRUE(up.ok()) << up;
-    grpc_ = zygo::v1::Zygo::NewStub(grpc::CreateChannel(
-        absl::StrCat("unix:", supervisor_->grpc_socket()), grpc::InsecureChannelCredentials()));
-  }
-
-  nlohmann::json OverHttp(const std::string& function, const nlohmann::json& event) {
-    absl::StatusOr<nlohmann::json> reply = supervisor_->Exec(function, event);
-    EXPECT_TRUE(reply.ok()) << reply.status() << supervisor_->Log();
-    return reply.ok() ? *reply : nlohmann::json::object();
-  }
-
-  zygo::v1::ExecReply OverGrpc(const std::string& function, const std::string& event) {
-    zygo::v1::ExecRequest request;
-    request.set_function(function);
-    request.set_event_json(event);
-    request.set_stdin_data(event);
-    zygo::v1::ExecReply reply;
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-    grpc::Status status = grpc_->Exec(&context, request, &reply);
-    EXPECT_TRUE(status.ok()) << status.error_message();
-    return reply;
   }
 
   static void ExpectKilledForInt80(const nlohmann::json& reply) {
@@ -134,8 +113,6 @@ class WarmSeccompEscape : public WarmSuite {
     EXPECT_EQ(reply["outcome"]["seccomp_kill"]["arch"], "i386") << reply.dump();
     EXPECT_EQ(reply["error"]["type"], "seccomp") << reply.dump();
   }
-
-  std::unique_ptr<zygo::v1::Zygo::Stub> grpc_;
 };
 
 TEST_F(WarmSeccompEscape, APythonRequestCallingFromI386IsKilledAndNamed) {

@@ -6,11 +6,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <utility>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "grpcpp/grpcpp.h"
 
 namespace zygo::testing {
 
@@ -30,6 +33,7 @@ void WarmSuite::TearDown() {
 }
 
 void WarmSuite::StartSupervisor(SupervisorProcess::Options options) {
+  grpc_.reset();
   supervisor_.reset();
   options.dir = dir_;
   absl::StatusOr<std::unique_ptr<SupervisorProcess>> started = SupervisorProcess::Start(options);
@@ -47,6 +51,29 @@ absl::Status WarmSuite::Up(const std::string& name, const std::string& spec,
 
 void WarmSuite::WriteFile(const std::string& relative, const std::string& content) const {
   std::ofstream(dir_ + "/" + relative) << content;
+}
+
+nlohmann::json WarmSuite::OverHttp(const std::string& function, const nlohmann::json& event) {
+  absl::StatusOr<nlohmann::json> reply = supervisor_->Exec(function, event);
+  EXPECT_TRUE(reply.ok()) << reply.status() << supervisor_->Log();
+  return reply.ok() ? *reply : nlohmann::json::object();
+}
+
+zygo::v1::ExecReply WarmSuite::OverGrpc(const std::string& function, const std::string& event) {
+  if (!grpc_) {
+    grpc_ = zygo::v1::Zygo::NewStub(grpc::CreateChannel(
+        absl::StrCat("unix:", supervisor_->grpc_socket()), grpc::InsecureChannelCredentials()));
+  }
+  zygo::v1::ExecRequest request;
+  request.set_function(function);
+  request.set_event_json(event);
+  request.set_stdin_data(event);
+  zygo::v1::ExecReply reply;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  grpc::Status status = grpc_->Exec(&context, request, &reply);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  return reply;
 }
 
 }  // namespace zygo::testing

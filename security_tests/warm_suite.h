@@ -10,6 +10,8 @@
 
 #include "absl/status/status.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "sdk/proto/zygo/v1/zygo.grpc.pb.h"
 #include "security_tests/supervisor_process.h"
 
 namespace zygo::testing {
@@ -32,8 +34,16 @@ class WarmSuite : public ::testing::Test {
   // Writes `content` to dir_/RELATIVE.
   void WriteFile(const std::string& relative, const std::string& content) const;
 
+  // One request of `function` over HTTP: the reply (a failure to get one fails the test).
+  nlohmann::json OverHttp(const std::string& function, const nlohmann::json& event);
+  // The same over gRPC, `event` as both the event's JSON and the stdin.
+  zygo::v1::ExecReply OverGrpc(const std::string& function, const std::string& event);
+
   std::string dir_;
   std::unique_ptr<SupervisorProcess> supervisor_;
+
+ private:
+  std::unique_ptr<zygo::v1::Zygo::Stub> grpc_;  // made on first use, for supervisor_
 };
 
 }  // namespace zygo::testing
