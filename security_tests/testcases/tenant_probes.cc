@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/netlink.h>
+#include <mqueue.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -370,6 +371,22 @@ Outcome ProbeSigqueueHold(const Args& args) {
   return err == 0 ? Allowed() : Denied(err);
 }
 
+// Opens a POSIX message queue of MAXMSG messages of 8 KiB (its bytes are counted against
+// RLIMIT_MSGQUEUE, per user across user namespaces), then unlinks it. Allowed: made.
+Outcome ProbeMqueueOpen(const Args& args) {
+  long maxmsg = 0;
+  if (!ParseLong(args[0], 1, 1000, &maxmsg)) return BadUsage();
+  struct mq_attr attr = {};
+  attr.mq_maxmsg = maxmsg;
+  attr.mq_msgsize = 8192;
+  std::string name = "/" + UniqueName("zygo-probe-mq").substr(1);
+  mqd_t queue = mq_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600, &attr);
+  if (queue == static_cast<mqd_t>(-1)) return Denied(errno);
+  mq_close(queue);
+  mq_unlink(name.c_str());
+  return Allowed();
+}
+
 // io_setup(NR) (native AIO): allowed if the context was made (then destroyed at once).
 Outcome ProbeAioSetup(const Args& args) {
   long nr = 0;
@@ -442,6 +459,7 @@ constexpr ProbeSpec kTenantProbes[] = {
     {"inotify-watches", "DIR MAX", 2, 2, "inotify watches on up to MAX new files in DIR",
      ProbeInotifyWatches},
     {"sigqueue-hold", "MAX", 1, 1, "queue up to MAX realtime signals to itself", ProbeSigqueueHold},
+    {"mqueue-open", "MAXMSG", 1, 1, "mq_open MAXMSG x 8 KiB messages", ProbeMqueueOpen},
     {"aio-setup", "NR", 1, 1, "io_setup(NR)", ProbeAioSetup},
     {"int80-child", "", 0, 0, "a child calls int $0x80; this one exits 0", ProbeInt80Child},
     {"exchange-loop", "PATH_A PATH_B MILLIS [STOP]", 3, 4,
