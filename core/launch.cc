@@ -127,6 +127,13 @@ struct ChildReports {
   }
 };
 
+// A kSeccompKilled record, with the call's name and ABI.
+SeccompKillNotice KillNotice(const ChildRecord& record) {
+  const uint32_t arch = static_cast<uint32_t>(record.err);
+  return {static_cast<pid_t>(record.value), record.step, SyscallName(arch, record.step),
+          ArchName(arch, record.step)};
+}
+
 std::string DescribeSetupFailure(const Plan& plan, const ChildRecord& failure) {
   auto step = static_cast<LaunchStep>(failure.step);
   std::string what = StepName(step);
@@ -185,7 +192,6 @@ class Run {
       base::sys::RawPidfdSendSignal(pidfd_.get(), SIGKILL);
       waitpid(pid_, nullptr, 0);
     }
-    terminal_.reset();
     if (owned_cgroup_) owned_cgroup_->Destroy().IgnoreError();
   }
 
@@ -322,9 +328,7 @@ class Run {
       return;
     }
     if (record.kind == ChildRecordKind::kSeccompKilled && options_.on_seccomp_kill) {
-      const uint32_t arch = static_cast<uint32_t>(record.err);
-      options_.on_seccomp_kill({static_cast<pid_t>(record.value), record.step,
-                                SyscallName(arch, record.step), ArchName(arch, record.step)});
+      options_.on_seccomp_kill(KillNotice(record));
     }
   }
 
@@ -410,7 +414,7 @@ class Run {
     }
     if (WIFSIGNALED(status)) {
       outcome->signal = WTERMSIG(status);
-      outcome->exit_code = command_killed && outcome->oom_killed ? 137 : 128 + outcome->signal;
+      outcome->exit_code = 128 + outcome->signal;  // 137 for an OOM kill's SIGKILL
       outcome->status = OutcomeStatus::kSignaled;
     } else {
       outcome->exit_code = WEXITSTATUS(status);
@@ -430,11 +434,10 @@ class Run {
 
   void AddSeccompReports(Outcome* outcome) const {
     if (reports_.seccomp_kill.has_value()) {
-      const ChildRecord& kill = *reports_.seccomp_kill;
-      const uint32_t arch = static_cast<uint32_t>(kill.err);
+      SeccompKillNotice kill = KillNotice(*reports_.seccomp_kill);
       outcome->seccomp_kill =
-          Outcome::SeccompKill{kill.step, SyscallName(arch, kill.step), ArchName(arch, kill.step),
-                               kill.value == reports_.command_pid};
+          Outcome::SeccompKill{kill.syscall, std::move(kill.name), std::move(kill.arch),
+                               kill.sandbox_pid == reports_.command_pid};
     }
     outcome->denials_explained = plan_.spec.explain_denials;
     for (const ChildRecord& denial : reports_.seccomp_denials) {

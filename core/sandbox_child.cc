@@ -126,9 +126,7 @@ int PlaceInitFds(const SandboxChildArgs& args, int listener, int* init_fd) {
 
 void ForwardedSignals(sigset_t* set) {
   sigemptyset(set);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH}) {
-    sigaddset(set, sig);
-  }
+  for (int sig : init::kForwardedSignals) sigaddset(set, sig);
 }
 
 void RunSandboxChild(const SandboxChildArgs& args) {

@@ -21,9 +21,6 @@
 namespace zygo::core {
 namespace {
 
-// x32 calls share x86-64's AUDIT_ARCH and carry this bit in their number.
-constexpr uint32_t kX32SyscallBit = 0x40000000;
-
 // Close to Docker's default profile, minus everything that reaches the host kernel's
 // riskier surfaces: mount APIs, namespaces, keyrings, bpf, perf, io_uring,
 // userfaultfd, ptrace, handles, modules, kexec, reboot, clock and hostname setters.
@@ -168,9 +165,9 @@ absl::StatusOr<SeccompPrograms> BuildSeccompPrograms() {
 }
 
 std::string SyscallName(uint32_t arch, int nr) {
-  uint32_t token = arch == AUDIT_ARCH_I386                             ? SCMP_ARCH_X86
-                   : (static_cast<uint32_t>(nr) & kX32SyscallBit) != 0 ? SCMP_ARCH_X32
-                                                                       : SCMP_ARCH_NATIVE;
+  uint32_t token = arch == AUDIT_ARCH_I386          ? SCMP_ARCH_X86
+                   : base::sys::IsX32Call(arch, nr) ? SCMP_ARCH_X32
+                                                    : SCMP_ARCH_NATIVE;
   char* name = seccomp_syscall_resolve_num_arch(token, nr);
   if (name == nullptr) return absl::StrCat("syscall ", nr);
   std::string result(name);
@@ -181,7 +178,7 @@ std::string SyscallName(uint32_t arch, int nr) {
 std::string ArchName(uint32_t arch, int nr) {
   if (arch == AUDIT_ARCH_I386) return "i386";
   if (arch == AUDIT_ARCH_X86_64) {
-    return (static_cast<uint32_t>(nr) & kX32SyscallBit) != 0 ? "x32" : "x86_64";
+    return base::sys::IsX32Call(arch, nr) ? "x32" : "x86_64";
   }
   return absl::StrCat("0x", absl::Hex(arch));
 }

@@ -275,6 +275,9 @@ void Zygote::HandleForked(wire::ReceivedFrame& received) {
     if (sent == spawning_.end()) return;  // not one we asked for: dropping it closes it
     spare->fork_us = MicrosSince(sent->second);
     spawning_.erase(sent);
+    // A kill reported of an earlier process with this pid (one no request claimed) is not
+    // this spare's.
+    seccomp_kills_.erase(spare->sandbox_pid);
     agent_pid = agent_pid_;
   }
   // A spare lost on the way (refused, not admitted): requests waiting for one ask again.

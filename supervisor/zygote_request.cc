@@ -371,7 +371,8 @@ void Zygote::Run(const SpareRequest& request, const CancelSignal& cancel,
                                                        "); it is re-warmed on the next request"));
   }
   DescribeEnd(answer, status, usage, &reply);
-  if (reply.outcome.status == "signaled" && reply.outcome.signal == SIGKILL) {
+  if (reply.outcome.status == "signaled" && reply.outcome.signal == SIGKILL &&
+      answer.ending != Ending::kCancelled && !dead_.load()) {
     DescribeSeccompKill(spare->sandbox_pid, &reply);
   }
   const bool clean_end = answer.ending == Ending::kDone || answer.ending == Ending::kFailed;

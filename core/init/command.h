@@ -16,8 +16,7 @@ struct CommandArgs {
 
 // Forks the command and reports to `report_fd` whether its execve worked (kExecStarted or
 // kExecFailed). Returns its pid; if the fork (or its exec pipe) fails, reports the step
-// and exits 125. Signals the init blocks stay
-// blocked in the init; the command starts with an empty mask and default dispositions.
+// and exits 125. The command starts with an empty signal mask and default dispositions.
 pid_t StartCommand(const CommandArgs& args, int report_fd);
 
 }  // namespace zygo::core::init

@@ -40,7 +40,9 @@ long RawSyscall(long nr, long a, long b, long c, long d, long e, long f) {
   register long x3 asm("x3") = d;
   register long x4 asm("x4") = e;
   register long x5 asm("x5") = f;
-  asm volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
+  asm volatile("svc 0"
+               : "+r"(x0)
+               : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
                : "memory");
   ret = x0;
 #else
@@ -177,8 +179,8 @@ int poll(struct pollfd* fds, nfds_t count, int timeout) {
 }
 
 pid_t wait4(pid_t pid, int* status, int options, struct rusage* usage) {
-  return static_cast<pid_t>(Call(SYS_wait4, pid, reinterpret_cast<long>(status), options,
-                                 reinterpret_cast<long>(usage)));
+  return static_cast<pid_t>(
+      Call(SYS_wait4, pid, reinterpret_cast<long>(status), options, reinterpret_cast<long>(usage)));
 }
 
 int kill(pid_t pid, int sig) { return static_cast<int>(Call(SYS_kill, pid, sig)); }

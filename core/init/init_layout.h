@@ -10,6 +10,8 @@
 #ifndef ZYGO_CORE_INIT_INIT_LAYOUT_H_
 #define ZYGO_CORE_INIT_INIT_LAYOUT_H_
 
+#include <signal.h>
+
 namespace zygo::core::init {
 
 inline constexpr char kInitName[] = "zygo-init";
@@ -19,6 +21,11 @@ inline constexpr int kMaxCandidates = 64;
 inline constexpr int kArgInheritedCount = 1;
 inline constexpr int kArgCandidateCount = 2;
 inline constexpr int kArgFirstCandidate = 3;
+
+// The signals forwarded to the command: Launch blocks them before clone (so none is lost
+// before zygo-init's loop runs), and zygo-init passes them on.
+inline constexpr int kForwardedSignals[] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,
+                                            SIGUSR1, SIGUSR2, SIGWINCH};
 
 inline constexpr int ReportFd(int inherited) { return kFirstInheritedFd + inherited; }
 inline constexpr int ListenerFd(int inherited) { return kFirstInheritedFd + inherited + 1; }

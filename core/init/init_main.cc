@@ -27,15 +27,12 @@ namespace {
 
 using base::ChildRecordKind;
 
-// The signals forwarded to the command, and SIGCHLD. Launch blocks the forwarded ones
-// before clone, so none is lost before this loop runs.
-constexpr int kHandledSignals[] = {SIGINT,  SIGTERM, SIGHUP,   SIGQUIT,
-                                   SIGUSR1, SIGUSR2, SIGWINCH, SIGCHLD};
-
+// The signals forwarded to the command, and SIGCHLD.
 sigset_t HandledSignals() {
   sigset_t set;
   sigemptyset(&set);
-  for (int sig : kHandledSignals) sigaddset(&set, sig);
+  for (int sig : kForwardedSignals) sigaddset(&set, sig);
+  sigaddset(&set, SIGCHLD);
   return set;
 }
 

@@ -15,11 +15,8 @@ namespace {
 
 using base::ChildRecordKind;
 
-// x32 calls share x86-64's AUDIT_ARCH and carry this bit in their number.
-constexpr uint32_t kX32SyscallBit = 0x40000000;
-
 bool IsForeignAbi(uint32_t arch, int nr) {
-  return arch != AUDIT_ARCH_X86_64 || (static_cast<uint32_t>(nr) & kX32SyscallBit) != 0;
+  return arch != AUDIT_ARCH_X86_64 || base::sys::IsX32Call(arch, nr);
 }
 
 // The thread group of thread `tid` (as this pid namespace numbers it), from

@@ -4,6 +4,7 @@
 #define ZYGO_CORE_BASE_SYS_SECCOMP_H_
 
 #include <errno.h>
+#include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <stdint.h>
@@ -13,6 +14,14 @@
 #include <unistd.h>
 
 namespace zygo::base::sys {
+
+// A seccomp filter sees x32 calls with x86-64's AUDIT_ARCH and this bit in their number.
+inline constexpr uint32_t kX32SyscallBit = 0x40000000;
+
+// Whether a call seen by a filter with `arch` and number `nr` is an x32 call.
+inline bool IsX32Call(uint32_t arch, int nr) {
+  return arch == AUDIT_ARCH_X86_64 && (static_cast<uint32_t>(nr) & kX32SyscallBit) != 0;
+}
 
 inline int RawSeccompSetFilter(const struct sock_fprog* program) {
   int rc = static_cast<int>(
