@@ -294,6 +294,12 @@ absl::Status AddVolumes(PlanWriter& w, const ImageRoot& root, const Spec& spec, 
     if (realpath(volume.source.c_str(), resolved) == nullptr) {
       return base::ErrnoStatus(errno, absl::StrCat("volume source ", volume.source));
     }
+    if (volume.must_resolve_to_itself && volume.source != resolved) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          volume.name.empty() ? "volume source" : volume.name, " ", volume.source,
+          " now resolves to ", resolved,
+          " (a part of the path was replaced by a symlink since it was checked)"));
+    }
     struct stat st;
     if (stat(resolved, &st) != 0) {
       return base::ErrnoStatus(errno, absl::StrCat("stat(", resolved, ")"));

@@ -127,6 +127,25 @@ TEST(BuildPlan, DirImageNeedsItsMountpointsAndIsNeverWrittenTo) {
   }
 }
 
+// A source checked once (a function's code at `zygo up`) is refused when it no longer
+// resolves to itself; the same path without the flag is followed, as `-v` always has been.
+TEST(BuildPlan, AVolumeThatMustResolveToItselfIsRefusedThroughASymlink) {
+  Spec spec = HostSpec();
+  const std::string dir = getenv("TEST_TMPDIR");
+  std::filesystem::create_directories(dir + "/real");
+  std::filesystem::remove(dir + "/swapped");
+  std::filesystem::create_directory_symlink("/", dir + "/swapped");
+  spec.volumes = {{dir + "/real", "/code", true, /*must_resolve_to_itself=*/true}};
+  EXPECT_TRUE(BuildPlan(spec).ok());
+  spec.volumes = {{dir + "/swapped", "/code", true, /*must_resolve_to_itself=*/false}};
+  EXPECT_TRUE(BuildPlan(spec).ok()) << "control: followed without the flag";
+  spec.volumes = {{dir + "/swapped", "/code", true, /*must_resolve_to_itself=*/true}};
+  absl::StatusOr<Plan> refused = BuildPlan(spec);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("/swapped now resolves to /"), absl::string_view::npos)
+      << refused.status();
+}
+
 TEST(BuildPlan, ReadWriteVolumesAreTheOnlyExtraWritablePlaces) {
   Spec spec = HostSpec();
   std::string src = getenv("TEST_TMPDIR");

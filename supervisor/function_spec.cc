@@ -562,7 +562,11 @@ core::Spec ToSandboxSpec(const FunctionSpec& spec) {
   if (spec.runtime == "exec") sandbox.argv = spec.command;
   for (const auto& [key, value] : spec.env) sandbox.env.push_back(absl::StrCat(key, "=", value));
   sandbox.workdir = "/code";
-  sandbox.volumes.push_back(core::VolumeSpec{spec.code, "/code", /*read_only=*/true});
+  // Checked where it resolved at `zygo up`; each warm-up binds it again, and a path that
+  // resolves elsewhere now is refused, not followed.
+  sandbox.volumes.push_back(core::VolumeSpec{spec.code, "/code", /*read_only=*/true,
+                                             /*must_resolve_to_itself=*/true,
+                                             "its code directory"});
   sandbox.hostname = "zygo";
   sandbox.memory_bytes = spec.memory_bytes;
   sandbox.pids_limit = spec.pids_limit;

@@ -28,6 +28,7 @@
 #include "supervisor/event_limit.h"
 #include "supervisor/grpc_server.h"
 #include "supervisor/http_server.h"
+#include "supervisor/socket_file.h"
 #include "supervisor/socket_path.h"
 #include "supervisor/state_store.h"
 #include "supervisor/supervisor_service.h"
@@ -186,17 +187,11 @@ absl::Status RegisterDemo(SupervisorService& service, const std::string& state_d
   const std::string dir = absl::StrCat(state_dir, "/demo");
   mkdir(dir.c_str(), 0755);
   FILE* file = fopen(absl::StrCat(dir, "/handler.py").c_str(), "w");
-  if (file == nullptr) return absl::InternalError(absl::StrCat("cannot write ", dir, "/handler.py"));
+  if (file == nullptr)
+    return absl::InternalError(absl::StrCat("cannot write ", dir, "/handler.py"));
   fputs(kDemoHandler, file);
   fclose(file);
   return service.Up(kDemoSpec, "demo.toml", dir).status();
-}
-
-// The directory `path` names a file in ("." for a bare name).
-std::string DirectoryOf(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
 }
 
 // The operator's roots, and what of the supervisor's own no function may see: its sockets
@@ -207,7 +202,7 @@ CodePolicy BuildCodePolicy(const ServeFlags& flags, const std::string& state_dir
   policy.roots = flags.code_roots;
   for (const std::string& socket : sockets) {
     policy.private_dirs.push_back(
-        {ResolvePolicyPath(DirectoryOf(socket)),
+        {ResolvePolicyPath(ParentDir(socket)),
          "the supervisor's socket directory, through which the API is reached",
          /*inside_too=*/false});
   }
@@ -297,7 +292,8 @@ int Serve(const ServeFlags& flags) {
   absl::StatusOr<std::unique_ptr<SupervisorService>> service =
       SupervisorService::Create(*std::move(store), options, &warnings);
   if (!service.ok()) return Fail(std::string(service.status().message()));
-  for (const std::string& warning : warnings) fprintf(stderr, "zygo serve: warning: %s\n", warning.c_str());
+  for (const std::string& warning : warnings)
+    fprintf(stderr, "zygo serve: warning: %s\n", warning.c_str());
   if (flags.demo && (*service)->List().empty()) {
     absl::Status demo = RegisterDemo(**service, state_dir);
     if (!demo.ok()) return Fail(absl::StrCat("demo function: ", demo.message()));
@@ -307,7 +303,8 @@ int Serve(const ServeFlags& flags) {
   absl::StatusOr<std::unique_ptr<HttpServer>> http =
       HttpServer::Listen(http_socket, service->get(), http_limits);
   if (!http.ok()) return Fail(std::string(http.status().message()));
-  absl::StatusOr<std::unique_ptr<GrpcServer>> grpc = GrpcServer::Listen(grpc_socket, service->get());
+  absl::StatusOr<std::unique_ptr<GrpcServer>> grpc =
+      GrpcServer::Listen(grpc_socket, service->get());
   if (!grpc.ok()) return Fail(std::string(grpc.status().message()));
 
   printf("zygo serve: listening on %s (HTTP/JSON) and %s (gRPC); state in %s\n",
@@ -329,9 +326,10 @@ int Serve(const ServeFlags& flags) {
     // `zygo exec` finds the default socket by itself; any other one it must be told.
     const std::string socket_flag =
         http_socket == DefaultSocketPath() ? "" : absl::StrCat(" --socket ", http_socket);
-    printf("Try:\n  curl --unix-socket %s -d '{\"name\": \"zygo\"}' "
-           "http://zygo/v1/functions/hello/exec\n  zygo exec%s hello --data '{\"name\": \"zygo\"}'\n",
-           http_socket.c_str(), socket_flag.c_str());
+    printf(
+        "Try:\n  curl --unix-socket %s -d '{\"name\": \"zygo\"}' "
+        "http://zygo/v1/functions/hello/exec\n  zygo exec%s hello --data '{\"name\": \"zygo\"}'\n",
+        http_socket.c_str(), socket_flag.c_str());
   } else {
     printf("Register a function with: zygo up SPEC.toml (docs/function-spec.md)\n");
   }

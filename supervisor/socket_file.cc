@@ -13,16 +13,17 @@
 #include "core/base/unique_fd.h"
 
 namespace zygo::supervisor {
-namespace {
-
-// TODO(issue 5): the socket calls below belong in core/base/sys (STYLE.md E.14), which has
-// no socket family yet.
 
 std::string ParentDir(const std::string& path) {
   size_t slash = path.find_last_of('/');
   if (slash == std::string::npos) return ".";
   return slash == 0 ? "/" : path.substr(0, slash);
 }
+
+namespace {
+
+// TODO(issue 5): the socket calls below belong in core/base/sys (STYLE.md E.14), which has
+// no socket family yet.
 
 absl::Status EnsureDirectory(const std::string& dir) {
   absl::StatusOr<struct stat> st = base::sys::Stat(dir);

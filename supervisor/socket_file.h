@@ -9,6 +9,9 @@
 
 namespace zygo::supervisor {
 
+// The directory `path` names a file in ("." for a bare name, "/" for one in the root).
+std::string ParentDir(const std::string& path);
+
 // Checks the length against sun_path, creates the parent directory (0700, with missing
 // parents), and removes a socket file a dead server left behind. A socket someone still
 // listens on is refused (AlreadyExists), and so is a path that is not a socket

@@ -106,7 +106,6 @@ class Zygote {
   // The seccomp kill zygo-init reported of `sandbox_pid`, waiting up to `wait` for it (its
   // report and the spare's exit come by different paths); nullopt if none.
   std::optional<core::SeccompKillNotice> TakeSeccompKill(pid_t sandbox_pid, absl::Duration wait);
-  void DescribeSeccompKill(pid_t sandbox_pid, ExecReply* reply);
   void KillSpare(Spare& spare);
   void DestroySpare(std::unique_ptr<Spare> spare);
   void RetireSpare(std::unique_ptr<Spare> spare);

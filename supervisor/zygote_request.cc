@@ -17,6 +17,7 @@
 #include "agents/wire/messages.h"
 #include "core/base/errno_status.h"
 #include "core/base/status_macros.h"
+#include "core/outcome.h"
 #include "supervisor/event_limit.h"
 #include "supervisor/zygote.h"
 #include "supervisor/zygote_spare.h"
@@ -188,37 +189,30 @@ void DescribeEnding(const Answer& answer, std::optional<int> status, const core:
   }
 }
 
-// As `zygo run` says it (core/launch.cc): a request that had a fork refused by its pids
-// limit ended with pids_limit, whatever it did next (the handler may have caught the
-// error and returned), unless its deadline or the OOM killer ended it.
+// As `zygo run` says it (core/launch.cc), in its order: after the deadline, zygo-init's
+// kill for a foreign-ABI call (exit 159), then the OOM killer, then a fork refused by the
+// pids limit (pids_limit whatever the request did next: the handler may have caught the
+// error and returned).
 void DescribeEnd(const Answer& answer, std::optional<int> status, const core::CgroupUsage& usage,
-                 ExecReply* reply) {
+                 const std::optional<core::SeccompKillNotice>& seccomp_kill, ExecReply* reply) {
   DescribeEnding(answer, status, usage, reply);
   RequestOutcome& outcome = reply->outcome;
-  if (usage.pids_max_hits > 0 && outcome.status != "timeout" && outcome.status != "oom") {
-    outcome.status = "pids_limit";
+  if (seccomp_kill.has_value()) {
+    outcome.status = core::OutcomeStatusName(core::OutcomeStatus::kSeccompKilled);
+    outcome.signal = SIGSYS;
+    outcome.exit_code = 128 + SIGSYS;
+    outcome.seccomp_syscall = seccomp_kill->name;
+    outcome.seccomp_arch = seccomp_kill->arch;
+    reply->error_type = "seccomp";
+    reply->error_message =
+        absl::StrCat("the request was killed: it called ", seccomp_kill->name, " (",
+                     seccomp_kill->arch, "), which the sandbox's seccomp filter refuses");
+  } else if (usage.pids_max_hits > 0 && outcome.status != "timeout" && outcome.status != "oom") {
+    outcome.status = core::OutcomeStatusName(core::OutcomeStatus::kPidsLimit);
   }
 }
 
 }  // namespace
-
-// An unexplained SIGKILL (not the deadline, a cancel or the OOM killer) may be zygo-init's,
-// for a call from a foreign ABI: then the request says so, as `zygo run` does (exit 159).
-void Zygote::DescribeSeccompKill(pid_t sandbox_pid, ExecReply* reply) {
-  // Its report comes over the init's pipe, the exit over the agent's channel: wait a little.
-  std::optional<core::SeccompKillNotice> kill =
-      TakeSeccompKill(sandbox_pid, absl::Milliseconds(200));
-  if (!kill.has_value()) return;
-  RequestOutcome& outcome = reply->outcome;
-  outcome.status = "seccomp_killed";
-  outcome.signal = SIGSYS;
-  outcome.exit_code = 128 + SIGSYS;
-  outcome.seccomp_syscall = kill->name;
-  outcome.seccomp_arch = kill->arch;
-  reply->error_type = "seccomp";
-  reply->error_message = absl::StrCat("the request was killed: it called ", kill->name, " (",
-                                      kill->arch, "), which the sandbox's seccomp filter refuses");
-}
 
 // After the reply, off the request's time: the child sends Touched once it has scanned its
 // pages, after its Done; waited for at most 100 ms.
@@ -370,11 +364,15 @@ void Zygote::Run(const SpareRequest& request, const CancelSignal& cancel,
                                                        " died during the request (", death_reason_,
                                                        "); it is re-warmed on the next request"));
   }
-  DescribeEnd(answer, status, usage, &reply);
-  if (reply.outcome.status == "signaled" && reply.outcome.signal == SIGKILL &&
-      answer.ending != Ending::kCancelled && !dead_.load()) {
-    DescribeSeccompKill(spare->sandbox_pid, &reply);
+  // A SIGKILL that is not the deadline's, a cancel's, the OOM killer's or a dying zygote's
+  // may be zygo-init's, for a call from a foreign ABI. Its report comes over the init's
+  // pipe and the exit over the agent's channel: it is waited for a little.
+  std::optional<core::SeccompKillNotice> seccomp_kill;
+  if (answer.ending == Ending::kChildGone && status.has_value() && WIFSIGNALED(*status) &&
+      WTERMSIG(*status) == SIGKILL && usage.oom_kills == 0 && !dead_.load()) {
+    seccomp_kill = TakeSeccompKill(spare->sandbox_pid, absl::Milliseconds(200));
   }
+  DescribeEnd(answer, status, usage, seccomp_kill, &reply);
   const bool clean_end = answer.ending == Ending::kDone || answer.ending == Ending::kFailed;
   reply.stdout_data = ReadCaptured(out, &reply.stdout_truncated);
   reply.stderr_data = ReadCaptured(err, &reply.stderr_truncated);
