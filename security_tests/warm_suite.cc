@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -16,6 +17,11 @@
 #include "grpcpp/grpcpp.h"
 
 namespace zygo::testing {
+
+std::string RandomHex() {
+  std::random_device random;
+  return absl::StrCat(absl::Hex(random(), absl::kZeroPad8), absl::Hex(random(), absl::kZeroPad8));
+}
 
 void WarmSuite::SetUp() {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (cgroups, namespaces)";

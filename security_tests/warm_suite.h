@@ -16,6 +16,9 @@
 
 namespace zygo::testing {
 
+// 16 random hex digits: a secret or a name no other run of a test shares.
+std::string RandomHex();
+
 class WarmSuite : public ::testing::Test {
  protected:
   // Skips without root or /usr/bin/python3; makes dir_ (/tmp/warm-XXXXXX) and dir_/code.

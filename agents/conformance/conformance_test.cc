@@ -458,6 +458,38 @@ TEST_P(ConformanceTest, WritesOnlyBeneathTheTmpDir) {
   EXPECT_NE(::stat(outside.c_str(), &st), 0);
 }
 
+// A spare whose temp dir already exists (someone else's making) is not isolated: its Run
+// is answered Failed("SetupError") naming the dir, the spare exits 1 and the handler never
+// runs: it would have written into that dir, where no Landlock domain stops it yet. The
+// control: the same Run on an isolated spare writes into its own temp dir.
+TEST_P(ConformanceTest, AnUnisolatedSpareNeverRunsItsRequest) {
+  StartFunctionMode();
+  const auto write_event = [](const std::string& path) {
+    return nlohmann::json({{"op", "write"}, {"path", path}}).dump();
+  };
+  Spare isolated = SpawnSpare();
+  absl::StatusOr<wire::ReceivedFrame> reply =
+      RunOn(isolated, MakeRun(write_event(absl::StrCat("/tmp/zygo-req-", isolated.id, "/ran"))));
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_EQ(ResultOf(*reply), R"("written")");
+  ExpectReaped(isolated.id, 0);
+
+  const uint64_t id = NextSpareId();
+  const std::string planted = absl::StrCat("/tmp/zygo-req-", id);
+  ASSERT_EQ(::mkdir(planted.c_str(), 0777), 0);
+  absl::StatusOr<Spare> unisolated = agent_->Spawn(id);
+  ASSERT_TRUE(unisolated.ok()) << unisolated.status();
+  reply = RunOn(*unisolated, MakeRun(write_event(planted + "/ran")));
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  const wire::FailedMessage failed = FailedOf(*reply);
+  EXPECT_EQ(failed.error_type, "SetupError");
+  EXPECT_NE(failed.message.find(planted), std::string::npos) << failed.message;
+  struct stat st;
+  EXPECT_NE(::stat((planted + "/ran").c_str(), &st), 0) << "the handler ran";
+  ExpectReaped(id, 1);  // The reap removes the planted dir like any spare's.
+  ::rmdir(planted.c_str());
+}
+
 TEST_P(ConformanceTest, ARequestCannotSignalASiblingOrTheZygote) {
   if (LandlockAbi() < 6) {
     GTEST_SKIP() << "Landlock ABI " << LandlockAbi() << " < 6 has no signal scoping";

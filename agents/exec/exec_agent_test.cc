@@ -31,8 +31,7 @@ using base::UniqueFd;
 using conformance::AgentProcess;
 using conformance::Spare;
 using isolation::LandlockAbi;
-
-std::string TmpDirOf(const Spare& spare) { return absl::StrCat("/tmp/zygo-req-", spare.id); }
+using isolation::RequestTmpDir;
 
 bool Exists(const std::string& path) {
   struct stat st;
@@ -147,15 +146,15 @@ TEST_F(ExecAgentTest, EachRequestHasItsOwnTmpDirMadeBeforeItAndRemovedAfterItsRe
   Spare second = SpawnWaiting();
   for (const Spare* spare : {&first, &second}) {
     struct stat st;
-    ASSERT_EQ(::lstat(TmpDirOf(*spare).c_str(), &st), 0) << "made before the request";
+    ASSERT_EQ(::lstat(RequestTmpDir(spare->id).c_str(), &st), 0) << "made before the request";
     EXPECT_TRUE(S_ISDIR(st.st_mode));
     EXPECT_EQ(st.st_mode & 0777, 0700u);
   }
   Ran ran = RunScript(first, R"(printf '%s|' "$TMPDIR"; ls -A "$TMPDIR")");
   EXPECT_EQ(ran.reply, "exec'd");
   EXPECT_EQ(ran.exit_code, 0) << ran.err;
-  EXPECT_EQ(ran.out, TmpDirOf(first) + "|");
-  EXPECT_FALSE(Exists(TmpDirOf(first))) << "removed before Done(spare)";
+  EXPECT_EQ(ran.out, RequestTmpDir(first.id) + "|");
+  EXPECT_FALSE(Exists(RequestTmpDir(first.id))) << "removed before Done(spare)";
 
   // A request that leaves files, a directory and symlinks out of its dir behind: all of
   // its dir goes, nothing the links name does.
@@ -165,7 +164,7 @@ TEST_F(ExecAgentTest, EachRequestHasItsOwnTmpDirMadeBeforeItAndRemovedAfterItsRe
   ran = RunScript(second, absl::StrCat(R"(cd "$TMPDIR" && mkdir -p a/b && echo x > a/b/file &&
       ln -s )", victim, " link && ln -s ", victim, " a/b/link && echo left"));
   EXPECT_EQ(ran.out, "left\n") << ran.err;
-  EXPECT_FALSE(Exists(TmpDirOf(second)));
+  EXPECT_FALSE(Exists(RequestTmpDir(second.id)));
   EXPECT_TRUE(Exists(victim + "/keep"));
 }
 
@@ -216,7 +215,7 @@ TEST_F(ExecAgentTest, ARequestCannotSignalItsZygoteOrASibling) {
 // is answered SetupError and the command never runs.
 TEST_F(ExecAgentTest, AnUnisolatedSpareNeverRunsTheCommand) {
   const uint64_t id = conformance::NextSpareId();
-  const std::string planted = absl::StrCat("/tmp/zygo-req-", id);
+  const std::string planted = RequestTmpDir(id);
   ASSERT_EQ(::mkdir(planted.c_str(), 0777), 0);
   Spare spare = SpawnWaiting(id);
   Ran ran = RunScript(spare, "echo ran");
@@ -229,13 +228,13 @@ TEST_F(ExecAgentTest, AnUnisolatedSpareNeverRunsTheCommand) {
 
 TEST_F(ExecAgentTest, EofEndsTheAgentAndRemovesItsSparesTmpDirs) {
   Spare spare = SpawnWaiting();
-  ASSERT_TRUE(Exists(TmpDirOf(spare)));
+  ASSERT_TRUE(Exists(RequestTmpDir(spare.id)));
   agent_->HangUp();
   absl::StatusOr<int> wstatus = agent_->WaitExit(absl::Seconds(10));
   ASSERT_TRUE(wstatus.ok()) << wstatus.status();
   EXPECT_TRUE(WIFEXITED(*wstatus) && WEXITSTATUS(*wstatus) == 0) << *wstatus;
   EXPECT_NE(::kill(spare.pid, 0), 0);
-  EXPECT_FALSE(Exists(TmpDirOf(spare)));
+  EXPECT_FALSE(Exists(RequestTmpDir(spare.id)));
 }
 
 }  // namespace

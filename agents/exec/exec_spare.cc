@@ -10,7 +10,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "agents/wire/channel.h"
-#include "agents/wire/join.h"
 #include "agents/wire/messages.h"
 #include "core/base/errno_status.h"
 
@@ -24,15 +23,10 @@ enum ExecExit : int {
   kNotFound = 127,
 };
 
-std::string Head(std::string text, size_t limit) {
-  if (text.size() > limit) text.resize(limit);
-  return text;
-}
-
 [[noreturn]] void ReportFailed(int channel, uint64_t request_id, const std::string& type,
                                const std::string& message, int exit_code) {
-  const wire::FailedMessage failed{request_id, type, Head(message, wire::kMaxFailedMessageSize),
-                                   ""};
+  const wire::FailedMessage failed{request_id, type,
+                                   wire::Head(message, wire::kMaxFailedMessageSize), ""};
   absl::StatusOr<wire::Frame> frame = wire::Encode(failed);
   if (frame.ok()) (void)wire::SendFrame(channel, *frame, {});
   ::_exit(exit_code);
@@ -41,13 +35,15 @@ std::string Head(std::string text, size_t limit) {
 }  // namespace
 
 absl::Status ExecSpareRunner::Isolate(uint64_t spare_id) {
-  absl::StatusOr<isolation::IsolatedSpare> isolated = isolation::IsolateSpare(spare_id, landlock_);
-  if (!isolated.ok()) return isolated.status();
+  if (absl::Status isolated = isolation::IsolateSpare(spare_id, landlock_); !isolated.ok()) {
+    return isolated;
+  }
   // Set here, before the request: the command inherits it through execvp's environ. It
   // replaces a TMPDIR from the function's env, which would name a directory every request
   // shares (and that the Landlock domain no longer lets it write).
-  if (::setenv("TMPDIR", isolated->tmp_dir.c_str(), 1) != 0) {
-    return base::ErrnoStatus(errno, absl::StrCat("setenv(TMPDIR=", isolated->tmp_dir, ")"));
+  const std::string tmp_dir = isolation::RequestTmpDir(spare_id);
+  if (::setenv("TMPDIR", tmp_dir.c_str(), 1) != 0) {
+    return base::ErrnoStatus(errno, absl::StrCat("setenv(TMPDIR=", tmp_dir, ")"));
   }
   return absl::OkStatus();
 }
@@ -60,46 +56,12 @@ void ExecSpareRunner::RunSpare(const zygote::SpareContext& context) {
   // Isolation before anything else may run: the supervisor sends nothing but Join until
   // the request, and the command runs only after the Run.
   const absl::Status setup = Isolate(context.spare_id);
-  ServeChildChannel(channel->get(), setup);
-}
-
-void ExecSpareRunner::ServeChildChannel(int channel, const absl::Status& setup) {
-  for (;;) {
-    absl::StatusOr<wire::ReceivedFrame> received =
-        wire::ReceiveFrame(channel, absl::InfiniteDuration());
-    if (wire::IsPeerClosed(received.status())) ::_exit(0);  // Retired unused.
-    absl::Status status = received.status();
-    if (received.ok()) {
-      const wire::MessageType type = received->frame.type;
-      if (type == wire::MessageType::kRun) {
-        absl::StatusOr<wire::RunMessage> run = wire::DecodeRun(*received);
-        if (run.ok() && !setup.ok()) {
-          // An unisolated spare never runs a request.
-          ReportFailed(channel, run->request_id, "SetupError", setup.ToString(), kSetupFailed);
-        }
-        if (run.ok()) {
-          Exec(channel, *received, run->request_id, run->fd_layout == wire::FdLayout::kStdio);
-        }
-        status = run.status();
-      } else if (type == wire::MessageType::kJoin) {
-        // A failed join is answered with Error; the supervisor then moves this process.
-        (void)wire::AnswerJoin(channel, *received);
-        continue;
-      } else if (type == wire::MessageType::kPing) {
-        absl::StatusOr<wire::Frame> pong =
-            wire::Encode(wire::PongMessage{received->frame.request_id});
-        if (pong.ok()) (void)wire::SendFrame(channel, *pong, {});
-        continue;
-      } else {
-        status = absl::InvalidArgumentError(
-            absl::StrCat("a child channel does not take ", wire::MessageTypeName(type)));
-      }
-    }
-    const uint64_t id = received.ok() ? received->frame.request_id : 0;
-    absl::StatusOr<wire::Frame> error = wire::Encode(wire::ErrorMessage{
-        id, status.code(), Head(std::string(status.message()), wire::kMaxErrorMessageSize)});
-    if (!error.ok() || !wire::SendFrame(channel, *error, {}).ok()) ::_exit(zygote::kSpareChannelBroken);
-  }
+  const int fd = channel->get();
+  zygote::ChildChannelHandlers handlers;
+  handlers.on_run = [this, fd](wire::ReceivedFrame& received, const wire::RunMessage& run) {
+    Exec(fd, received, run.request_id, run.fd_layout == wire::FdLayout::kStdio);
+  };
+  zygote::ServeChildChannel(fd, setup, handlers);
 }
 
 void ExecSpareRunner::Exec(int channel, const wire::ReceivedFrame& received, uint64_t request_id,

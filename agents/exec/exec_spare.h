@@ -33,9 +33,6 @@ class ExecSpareRunner : public zygote::SpareRunner {
   // The private temp dir and Landlock domain (agents/isolation), then TMPDIR for the
   // command. The zygote's fds of "/" are closed whatever fails.
   absl::Status Isolate(uint64_t spare_id);
-  // Answers Join and Ping until a Run (then execs or reports why not, never returning) or
-  // EOF (exit 0: retired unused).
-  [[noreturn]] void ServeChildChannel(int channel, const absl::Status& setup);
   // Installs the Run's stdio and execs the command; a failure is Failed("ExecError").
   [[noreturn]] void Exec(int channel, const wire::ReceivedFrame& received, uint64_t request_id,
                          bool stdio);

@@ -158,18 +158,14 @@ absl::Status DieWithParent(pid_t parent) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<IsolatedSpare> IsolateSpare(uint64_t spare_id,
-                                           absl::StatusOr<LandlockBase>& landlock) {
+absl::Status IsolateSpare(uint64_t spare_id, absl::StatusOr<LandlockBase>& landlock) {
   absl::Cleanup close_landlock_base = [&landlock] {
     if (landlock.ok()) landlock->entries.clear();
   };
-  IsolatedSpare isolated{RequestTmpDir(spare_id), 0};
-  if (absl::Status status = MakeRequestTmpDir(isolated.tmp_dir); !status.ok()) return status;
+  const std::string tmp_dir = RequestTmpDir(spare_id);
+  if (absl::Status status = MakeRequestTmpDir(tmp_dir); !status.ok()) return status;
   if (!landlock.ok()) return landlock.status();
-  absl::StatusOr<int> abi = RestrictToRequest(*landlock, isolated.tmp_dir);
-  if (!abi.ok()) return abi.status();
-  isolated.landlock_abi = *abi;
-  return isolated;
+  return RestrictToRequest(*landlock, tmp_dir).status();
 }
 
 absl::Status RemoveTree(const std::string& dir) {

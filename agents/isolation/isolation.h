@@ -57,20 +57,14 @@ absl::StatusOr<int> RestrictToRequest(LandlockBase& base, const std::string& tmp
 // have died before the prctl): a spare never outlives its zygote. Child side.
 absl::Status DieWithParent(pid_t parent);
 
-// What a spare's isolation gave it.
-struct IsolatedSpare {
-  std::string tmp_dir;   // RequestTmpDir(spare id): the request's TMPDIR
-  int landlock_abi = 0;  // as RestrictToRequest returned it
-};
-
 // The isolation every agent's spare applies to itself before it waits for its request:
-// its private temp dir (MakeRequestTmpDir), then its own Landlock domain stacked from the
-// zygote's `landlock` (RestrictToRequest; the zygote's failure to prepare it fails this).
-// The zygote's fds of "/" are closed in this process whatever fails, so no request
-// inherits them. A spare that gets an error must not run its request. Child side, after
-// DieWithParent; needs no privileges.
-absl::StatusOr<IsolatedSpare> IsolateSpare(uint64_t spare_id,
-                                           absl::StatusOr<LandlockBase>& landlock);
+// its private temp dir RequestTmpDir(spare_id) (MakeRequestTmpDir; the request's TMPDIR),
+// then its own Landlock domain stacked from the zygote's `landlock` (RestrictToRequest, at
+// landlock->abi; the zygote's failure to prepare it fails this). The zygote's fds of "/"
+// are closed in this process whatever fails, so no request inherits them. A spare that
+// gets an error must not run its request (zygote::ServeChildChannel refuses it). Child
+// side, after DieWithParent; needs no privileges.
+absl::Status IsolateSpare(uint64_t spare_id, absl::StatusOr<LandlockBase>& landlock);
 
 // Removes `dir` and everything beneath it without following symlinks (openat O_NOFOLLOW
 // and unlinkat relative to directory fds), so a request that leaves a symlink behind

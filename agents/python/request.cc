@@ -25,14 +25,6 @@ constexpr size_t kMaxResultSize = wire::kMaxPayloadSize - 64;
 // The same room for a Compiled frame's bytecode.
 constexpr size_t kMaxBytecodeSize = wire::kMaxPayloadSize - 64;
 
-// The first `limit` bytes of `text`, not cutting a UTF-8 sequence in half.
-std::string Head(const std::string& text, size_t limit) {
-  if (text.size() <= limit) return text;
-  size_t end = limit;
-  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
-  return text.substr(0, end);
-}
-
 // The last bytes of a traceback: its end names the exception and the innermost frames.
 std::string Tail(const std::string& text, size_t limit) {
   if (text.size() <= limit) return text;
@@ -57,8 +49,8 @@ void GiveWayAfterTheAnswer() { ::sched_yield(); }
 [[noreturn]] void ReportFailed(const PreparedSpare& spare, uint64_t request_id,
                                const PythonError& error) {
   spare.interpreter->FlushStdio();
-  const wire::FailedMessage failed{request_id, Head(error.type, wire::kMaxErrorTypeSize),
-                                   Head(error.message, wire::kMaxFailedMessageSize),
+  const wire::FailedMessage failed{request_id, wire::Head(error.type, wire::kMaxErrorTypeSize),
+                                   wire::Head(error.message, wire::kMaxFailedMessageSize),
                                    Tail(error.traceback, wire::kMaxTracebackSize)};
   absl::StatusOr<wire::Frame> frame = wire::Encode(failed);
   BecomeBackgroundWork();
@@ -148,7 +140,6 @@ void RunRequest(const PreparedSpare& spare, wire::ReceivedFrame& received,
     absl::StatusOr<MappedFilePages> snapshot = SnapshotMappedFilePages();
     if (snapshot.ok()) mapped_before = *std::move(snapshot);
   }
-  if (!spare.setup.ok()) ReportFailed(spare, id, {"SetupError", spare.setup.ToString(), ""});
   if (run.fd_layout == wire::FdLayout::kResultPipe) {
     // A protocol mismatch rather than a failed request: the result travels in Done.
     const wire::ErrorMessage error{id, absl::StatusCode::kUnimplemented,

@@ -4,7 +4,6 @@
 #ifndef ZYGO_AGENTS_PYTHON_REQUEST_H_
 #define ZYGO_AGENTS_PYTHON_REQUEST_H_
 
-#include "absl/status/status.h"
 #include "agents/python/interpreter.h"
 #include "agents/wire/frame.h"
 #include "agents/wire/messages.h"
@@ -16,10 +15,10 @@ struct PreparedSpare {
   Interpreter* interpreter = nullptr;
   PyObject* function = nullptr;  // Function mode's handler; null in pool mode (Run's code).
   int channel = -1;              // The child channel.
-  absl::Status setup;            // Not OK: preparing the spare failed; Run gets Failed.
 };
 
-// Runs `run` (whose fds `received` still owns) and exits. Child side only.
+// Runs `run` (whose fds `received` still owns) and exits. Child side only, in an isolated
+// spare (zygote::ServeChildChannel refuses the Run of another).
 [[noreturn]] void RunRequest(const PreparedSpare& spare, wire::ReceivedFrame& received,
                              const wire::RunMessage& run);
 

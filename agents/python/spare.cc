@@ -7,11 +7,8 @@
 
 #include <cstdio>
 
-#include "absl/strings/str_cat.h"
 #include "agents/isolation/isolation.h"
 #include "agents/python/prefault.h"
-#include "agents/wire/channel.h"
-#include "agents/wire/join.h"
 #include "agents/wire/messages.h"
 #include "core/base/sys/sched_attr.h"
 
@@ -24,14 +21,16 @@ void PythonSpareRunner::BeforeFork() { interpreter_.api().PyOS_BeforeFork(); }
 void PythonSpareRunner::AfterForkInParent() { interpreter_.api().PyOS_AfterFork_Parent(); }
 
 absl::Status PythonSpareRunner::Isolate(uint64_t spare_id) {
-  absl::StatusOr<isolation::IsolatedSpare> isolated = isolation::IsolateSpare(spare_id, landlock_);
-  if (!isolated.ok()) return isolated.status();
-  if (absl::Status status = interpreter_.PointTempDirAt(isolated->tmp_dir); !status.ok()) {
+  if (absl::Status isolated = isolation::IsolateSpare(spare_id, landlock_); !isolated.ok()) {
+    return isolated;
+  }
+  if (absl::Status status = interpreter_.PointTempDirAt(isolation::RequestTmpDir(spare_id));
+      !status.ok()) {
     return status;
   }
-  if (verbose_) {
+  if (verbose_) {  // IsolateSpare succeeded: landlock_ is OK, and its ABI is the one applied.
     std::fprintf(stderr, "zygo-agent-python: spare %llu: landlock abi %d\n",
-                 static_cast<unsigned long long>(spare_id), isolated->landlock_abi);
+                 static_cast<unsigned long long>(spare_id), landlock_->abi);
   }
   return absl::OkStatus();
 }
@@ -50,8 +49,26 @@ void PythonSpareRunner::RunSpare(const zygote::SpareContext& context) {
   if (!channel.ok()) ::_exit(zygote::kSpareNotAnnounced);
 
   // Isolation before anything else may run.
-  PreparedSpare spare{&interpreter_, function_, channel->get(), Isolate(context.spare_id)};
-  ServeChildChannel(spare);
+  const absl::Status setup = Isolate(context.spare_id);
+  const PreparedSpare spare{&interpreter_, function_, channel->get()};
+  zygote::ChildChannelHandlers handlers;
+  handlers.on_run = [&spare](wire::ReceivedFrame& received, const wire::RunMessage& run) {
+    RunRequest(spare, received, run);
+  };
+  // The supervisor sends Join before Prefault, so the pages it takes are charged to the
+  // request's cgroup.
+  handlers.on_other = [this, &spare](const wire::ReceivedFrame& received) {
+    if (received.frame.type != wire::MessageType::kPrefault) return false;
+    Prefault(spare.channel, received);
+    return true;
+  };
+  if (verbose_) {
+    handlers.on_join_failed = [this](const absl::Status&) {
+      std::fprintf(stderr, "zygo-agent-python: spare %llu could not join its cgroup\n",
+                   static_cast<unsigned long long>(spare_id_));
+    };
+  }
+  zygote::ServeChildChannel(spare.channel, setup, handlers);
 }
 
 void PythonSpareRunner::Prefault(int channel, const wire::ReceivedFrame& received) {
@@ -73,45 +90,6 @@ void PythonSpareRunner::Prefault(int channel, const wire::ReceivedFrame& receive
                  "runs in %lld us\n",
                  static_cast<unsigned long long>(spare_id_), pages, written, prefault->runs.size(),
                  static_cast<long long>(absl::ToInt64Microseconds(absl::Now() - start)));
-  }
-}
-
-void PythonSpareRunner::ServeChildChannel(PreparedSpare& spare) {
-  for (;;) {
-    absl::StatusOr<wire::ReceivedFrame> received =
-        wire::ReceiveFrame(spare.channel, absl::InfiniteDuration());
-    if (wire::IsPeerClosed(received.status())) ::_exit(0);  // Retired unused.
-    absl::Status status = received.status();
-    if (received.ok()) {
-      if (received->frame.type == wire::MessageType::kRun) {
-        absl::StatusOr<wire::RunMessage> run = wire::DecodeRun(*received);
-        if (run.ok()) RunRequest(spare, *received, *run);
-        status = run.status();
-      } else if (received->frame.type == wire::MessageType::kJoin) {
-        // Before Prefault, so the pages it takes are charged to the request's cgroup.
-        if (!wire::AnswerJoin(spare.channel, *received).ok() && verbose_) {
-          std::fprintf(stderr, "zygo-agent-python: spare %llu could not join its cgroup\n",
-                       static_cast<unsigned long long>(spare_id_));
-        }
-        continue;
-      } else if (received->frame.type == wire::MessageType::kPrefault) {
-        Prefault(spare.channel, *received);
-        continue;
-      } else if (received->frame.type == wire::MessageType::kPing) {
-        (void)wire::SendFrame(spare.channel,
-                              {wire::MessageType::kPong, received->frame.request_id, ""}, {});
-        continue;
-      } else {
-        status = absl::InvalidArgumentError(absl::StrCat(
-            "a child channel does not take ", wire::MessageTypeName(received->frame.type)));
-      }
-    }
-    const uint64_t id = received.ok() ? received->frame.request_id : 0;
-    absl::StatusOr<wire::Frame> error = wire::Encode(wire::ErrorMessage{
-        id, status.code(), std::string(status.message().substr(0, wire::kMaxErrorMessageSize))});
-    if (!error.ok() || !wire::SendFrame(spare.channel, *error, {}).ok()) {
-      ::_exit(zygote::kSpareChannelBroken);
-    }
   }
 }
 

@@ -34,9 +34,6 @@ class PythonSpareRunner : public zygote::SpareRunner {
  private:
   // The isolation steps, in order; the first failure is kept for the Run to report.
   absl::Status Isolate(uint64_t spare_id);
-  // Serves the child channel until a Run (then never returns) or EOF (exit 0), taking a
-  // Prefault's pages when one comes first.
-  [[noreturn]] void ServeChildChannel(PreparedSpare& spare);
   // Takes the Prefault's pages, unless a Run is already waiting on `channel`.
   void Prefault(int channel, const wire::ReceivedFrame& received);
 

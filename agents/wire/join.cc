@@ -5,8 +5,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <string>
-
 #include "absl/strings/str_cat.h"
 #include "agents/wire/channel.h"
 #include "agents/wire/messages.h"
@@ -36,10 +34,7 @@ absl::Status AnswerJoin(int channel, ReceivedFrame& join) {
   absl::Status joined = JoinFiles(join);
   join.fds.clear();  // Closed, so nothing later in this process can write another pid there.
   absl::StatusOr<Frame> answer =
-      joined.ok()
-          ? Encode(JoinedMessage{})
-          : Encode(ErrorMessage{0, joined.code(),
-                                std::string(joined.message().substr(0, kMaxErrorMessageSize))});
+      joined.ok() ? Encode(JoinedMessage{}) : Encode(ErrorFromStatus(0, joined));
   if (!answer.ok()) return answer.status();
   absl::Status sent = SendFrame(channel, *answer, {});
   return joined.ok() ? sent : joined;

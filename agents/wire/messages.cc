@@ -321,6 +321,17 @@ absl::StatusOr<Frame> Encode(const DoneMessage& m) {
   return CheckedFrame(MakeFrame(MessageType::kDone, m.request_id, writer.Finish()));
 }
 
+std::string Head(absl::string_view text, size_t limit) {
+  if (text.size() <= limit) return std::string(text);
+  size_t end = limit;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  return std::string(text.substr(0, end));
+}
+
+ErrorMessage ErrorFromStatus(uint64_t request_id, const absl::Status& status) {
+  return ErrorMessage{request_id, status.code(), Head(status.message(), kMaxErrorMessageSize)};
+}
+
 absl::StatusOr<Frame> Encode(const ErrorMessage& m) {
   ZYGO_RETURN_IF_ERROR(ValidateError(m));
   FieldWriter writer;

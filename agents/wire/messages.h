@@ -24,6 +24,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "agents/wire/frame.h"
 
 namespace zygo::wire {
@@ -164,6 +165,14 @@ struct ErrorMessage {
 
   absl::Status ToStatus() const { return absl::Status(code, message); }
 };
+
+// The first `limit` bytes of `text` at most, not cutting a UTF-8 sequence in half: a text
+// field cut to its kMax...Size.
+std::string Head(absl::string_view text, size_t limit);
+
+// Error(request_id) carrying `status`'s code and its message cut to kMaxErrorMessageSize
+// (Head). `status` must not be OK.
+ErrorMessage ErrorFromStatus(uint64_t request_id, const absl::Status& status);
 
 // supervisor -> child (child channel), first, request_id 0, no payload, with 1 to
 // kMaxFdsPerFrame fds: the request cgroup's files the child joins (cgroup v1 `tasks`, one

@@ -213,7 +213,7 @@ TEST_F(MessagesTest, CompiledRoundTripAndRunBytecode) {
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->request_id, 7u);
   EXPECT_EQ(got->bytecode, std::string("\xe3\0code", 6));
-  EXPECT_FALSE(Encode(CompiledMessage{7, ""}).ok());  // nothing compiled
+  EXPECT_FALSE(Encode(CompiledMessage{7, ""}).ok());   // nothing compiled
   EXPECT_FALSE(Encode(CompiledMessage{0, "b"}).ok());  // request id 0
 
   RunMessage run{3, "sha256:ab", "", 10, FdLayout::kNone};
@@ -301,6 +301,22 @@ TEST(MessagesValidationTest, FailedLimits) {
   EXPECT_FALSE(DecodeFailed(received).ok());
   received.frame.request_id = 1;
   EXPECT_TRUE(DecodeFailed(received).ok());
+}
+
+TEST(MessagesValidationTest, HeadCutsAtTheLimitButNotInsideACharacter) {
+  EXPECT_EQ(Head("short", 10), "short");
+  EXPECT_EQ(Head("abcdef", 3), "abc");
+  EXPECT_EQ(Head("ab\xc3\xa9", 3), "ab");  // "abé": the cut would split é
+  EXPECT_EQ(Head("ab\xc3\xa9", 4), "ab\xc3\xa9");
+}
+
+TEST(MessagesValidationTest, ErrorFromStatusKeepsTheCodeAndEncodesALongMessage) {
+  const ErrorMessage error =
+      ErrorFromStatus(7, absl::NotFoundError(std::string(kMaxErrorMessageSize + 5, 'm')));
+  EXPECT_EQ(error.request_id, 7u);
+  EXPECT_EQ(error.code, absl::StatusCode::kNotFound);
+  EXPECT_EQ(error.message, std::string(kMaxErrorMessageSize, 'm'));
+  EXPECT_TRUE(Encode(error).ok());
 }
 
 TEST(MessagesValidationTest, EncodeRefusesBadValues) {

@@ -9,11 +9,13 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 
 #include "absl/strings/str_cat.h"
 #include "agents/isolation/isolation.h"
 #include "agents/wire/channel.h"
+#include "agents/wire/join.h"
 #include "agents/wire/messages.h"
 #include "core/base/errno_status.h"
 #include "core/base/unique_fd.h"
@@ -44,6 +46,48 @@ wire::DoneMessage ReapedDone(uint64_t spare_id, int wstatus) {
   return done;
 }
 
+// Sends `frame` on `channel`; false when it could not be made or sent.
+bool SendOn(int channel, const absl::StatusOr<wire::Frame>& frame) {
+  return frame.ok() && wire::SendFrame(channel, *frame, {}).ok();
+}
+
+// A Run is refused, the spare ended, when its isolation failed.
+[[noreturn]] void RefuseUnisolatedRun(int channel, uint64_t request_id, const absl::Status& setup) {
+  (void)SendOn(channel, wire::Encode(wire::FailedMessage{
+                            request_id, "SetupError",
+                            wire::Head(setup.ToString(), wire::kMaxFailedMessageSize), ""}));
+  ::_exit(kSpareNotIsolated);
+}
+
+// One frame on a spare's child channel: OK once served, else the error to answer it with.
+absl::Status ServeChildFrame(int channel, const absl::Status& setup, wire::ReceivedFrame& received,
+                             const ChildChannelHandlers& handlers) {
+  const wire::MessageType type = received.frame.type;
+  switch (type) {
+    case wire::MessageType::kRun: {
+      absl::StatusOr<wire::RunMessage> run = wire::DecodeRun(received);
+      if (!run.ok()) return run.status();
+      if (!setup.ok()) RefuseUnisolatedRun(channel, run->request_id, setup);
+      handlers.on_run(received, *run);
+      std::abort();  // on_run never returns: a spare serves one request at most.
+    }
+    case wire::MessageType::kJoin:
+      // A failed join is answered with Error; the supervisor then moves this process.
+      if (absl::Status joined = wire::AnswerJoin(channel, received);
+          !joined.ok() && handlers.on_join_failed) {
+        handlers.on_join_failed(joined);
+      }
+      return absl::OkStatus();
+    case wire::MessageType::kPing:
+      (void)SendOn(channel, wire::Encode(wire::PongMessage{received.frame.request_id}));
+      return absl::OkStatus();
+    default:
+      if (handlers.on_other && handlers.on_other(received)) return absl::OkStatus();
+      return absl::InvalidArgumentError(
+          absl::StrCat("a child channel does not take ", wire::MessageTypeName(type)));
+  }
+}
+
 class Zygote {
  public:
   Zygote(int channel, UniqueFd signals, SpareRunner& runner)
@@ -65,7 +109,7 @@ class Zygote {
         if (wire::IsPeerClosed(received.status())) return Shutdown();
         if (received.status().code() == absl::StatusCode::kDeadlineExceeded) continue;
         absl::Status status = received.ok() ? Handle(*received) : received.status();
-        if (!status.ok() && !Reply(wire::ErrorMessage{0, status.code(), Truncated(status)})) {
+        if (!status.ok() && !Reply(wire::ErrorFromStatus(0, status))) {
           return Shutdown();
         }
       }
@@ -73,15 +117,10 @@ class Zygote {
   }
 
  private:
-  static std::string Truncated(const absl::Status& status) {
-    return std::string(status.message().substr(0, wire::kMaxErrorMessageSize));
-  }
-
   // Sends a zygote-channel message; false when the supervisor is gone.
   template <typename Message>
   bool Reply(const Message& message) {
-    absl::StatusOr<wire::Frame> frame = wire::Encode(message);
-    return frame.ok() && wire::SendFrame(channel_, *frame, {}).ok();
+    return SendOn(channel_, wire::Encode(message));
   }
 
   absl::Status Handle(const wire::ReceivedFrame& received) {
@@ -125,7 +164,7 @@ class Zygote {
     if (pid < 0) {
       const absl::Status status =
           ErrnoStatus(fork_errno, absl::StrCat("fork(spare ", spare_id, ")"));
-      Reply(wire::ErrorMessage{spare_id, status.code(), Truncated(status)});
+      Reply(wire::ErrorFromStatus(spare_id, status));
       return;
     }
     spares_[pid] = spare_id;
@@ -187,6 +226,22 @@ absl::StatusOr<UniqueFd> AnnounceSpare(const SpareContext& context) {
   ::close(context.zygote_channel);
   channel->second.Reset();
   return std::move(channel->first);
+}
+
+void ServeChildChannel(int channel, const absl::Status& setup,
+                       const ChildChannelHandlers& handlers) {
+  for (;;) {
+    absl::StatusOr<wire::ReceivedFrame> received =
+        wire::ReceiveFrame(channel, absl::InfiniteDuration());
+    if (wire::IsPeerClosed(received.status())) ::_exit(0);  // Retired unused.
+    const absl::Status status =
+        received.ok() ? ServeChildFrame(channel, setup, *received, handlers) : received.status();
+    if (status.ok()) continue;
+    const uint64_t id = received.ok() ? received->frame.request_id : 0;
+    if (!SendOn(channel, wire::Encode(wire::ErrorFromStatus(id, status)))) {
+      ::_exit(kSpareChannelBroken);
+    }
+  }
 }
 
 absl::Status BlockChildSignal() {

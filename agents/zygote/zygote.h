@@ -1,21 +1,26 @@
 // The zygote loop every agent runs: waits on the zygote channel and SIGCHLD; forks a spare
 // per Spawn, and reports each reaped spare as Done(spare id, exit status) after removing
-// its temp dir (agents/isolation). What a spare does is the agent's SpareRunner.
+// its temp dir (agents/isolation). What a spare does is the agent's SpareRunner; the start
+// and the child-channel loop every spare shares are here too.
 #ifndef ZYGO_AGENTS_ZYGOTE_ZYGOTE_H_
 #define ZYGO_AGENTS_ZYGOTE_ZYGOTE_H_
 
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "agents/wire/frame.h"
+#include "agents/wire/messages.h"
 #include "core/base/unique_fd.h"
 
 namespace zygo::agents::zygote {
 
 // Exit statuses of a spare that could not even start; the zygote reports them in Done.
 enum SpareExit : int {
+  kSpareNotIsolated = 1,    // its isolation failed; its Run was answered Failed("SetupError")
   kSpareZygoteGone = 3,     // DieWithParent failed: the zygote is gone already
   kSpareNotAnnounced = 5,   // AnnounceSpare failed
   kSpareChannelBroken = 6,  // its child channel failed before a Run
@@ -47,6 +52,29 @@ class SpareRunner {
 // then closes the zygote channel and the handed end: only the zygote talks on the one, only
 // the supervisor holds the other. Returns the spare's end. Child side, after DieWithParent.
 absl::StatusOr<base::UniqueFd> AnnounceSpare(const SpareContext& context);
+
+// What an agent's spare does on its child channel; ServeChildChannel does the rest.
+struct ChildChannelHandlers {
+  // The Run of a spare whose isolation succeeded (`received` still owns the Run's fds):
+  // runs the request and never returns (it execs or _exits). Required.
+  std::function<void(wire::ReceivedFrame& received, const wire::RunMessage& run)> on_run;
+  // A frame of a type the loop does not take itself (Run, Join, Ping): true when the agent
+  // took it. Empty, or false: the frame is answered with Error.
+  std::function<bool(const wire::ReceivedFrame& received)> on_other;
+  // After a Join the spare could not do or answer (wire::AnswerJoin's failure, already
+  // answered with Error when it could be): for the agent's log. May be empty.
+  std::function<void(const absl::Status& failure)> on_join_failed;
+};
+
+// Serves a spare's child channel until a Run (then never returns) or EOF (exit 0: retired
+// unused). Answers Join (wire::AnswerJoin) and Ping itself, and a malformed frame, a bad
+// Run or a type nobody takes with Error. A Run while `setup` (the spare's isolation) is
+// not OK is answered Failed("SetupError") and the spare exits kSpareNotIsolated: a spare
+// that is not apart from the others never runs a request. Otherwise handlers.on_run runs
+// it. A channel the spare cannot answer on ends it (kSpareChannelBroken). Child side,
+// after AnnounceSpare.
+[[noreturn]] void ServeChildChannel(int channel, const absl::Status& setup,
+                                    const ChildChannelHandlers& handlers);
 
 // Blocks SIGCHLD in the calling thread, for the zygote's signalfd. Call first thing in
 // main, before any runtime starts threads, so every thread inherits the mask.
