@@ -9,6 +9,8 @@
 #include <mutex>
 
 #include "core/base/errno_status.h"
+#include "core/base/status_macros.h"
+#include "core/base/sys/fs.h"
 #include "core/base/unique_fd.h"
 
 namespace zygo::core {
@@ -37,13 +39,8 @@ absl::StatusOr<base::UniqueFd> MakeInitMemfd() {
     }
     return base::ErrnoStatus(errno, "memfd_create(zygo-init)");
   }
-  size_t written = 0;
-  while (written < init::kZygoInit_size) {
-    ssize_t n = write(fd.get(), init::kZygoInit + written, init::kZygoInit_size - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return base::ErrnoStatus(n < 0 ? errno : EIO, "write(zygo-init memfd)");
-    written += static_cast<size_t>(n);
-  }
+  ZYGO_RETURN_IF_ERROR(
+      base::sys::WriteAll(fd, init::kZygoInit, init::kZygoInit_size, "zygo-init memfd"));
   if (fchmod(fd.get(), 0111) != 0) return base::ErrnoStatus(errno, "fchmod(zygo-init memfd, 0111)");
   if (fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) != 0) {
     return base::ErrnoStatus(errno, "fcntl(zygo-init memfd, F_ADD_SEALS)");

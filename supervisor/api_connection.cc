@@ -88,16 +88,24 @@ int ApiConnection::SendAll(absl::string_view data) {
   return 0;
 }
 
-absl::StatusOr<HttpReply> ApiConnection::ReadReply() {
+absl::StatusOr<HttpReply> ApiConnection::ReadReply(bool& closed_unanswered) {
   ReplyState state;
   http_parser parser;
   http_parser_init(&parser, HTTP_RESPONSE);
   parser.data = &state;
   char buffer[64 * 1024];
+  bool received = false;
   while (!state.complete) {
     ssize_t n = recv(fd_.get(), buffer, sizeof(buffer), 0);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return base::ErrnoStatus(errno, absl::StrCat("recv(", socket_path_, ")"));
+    if (n < 0) {
+      const int err = errno;
+      fd_.Reset();
+      closed_unanswered = !received && err == ECONNRESET;
+      return base::ErrnoStatus(err, absl::StrCat("recv(", socket_path_, ")"));
+    }
+    closed_unanswered = !received && n == 0;
+    received = true;
     // A zero-length execute tells the parser the stream ended (a reply framed by EOF).
     size_t parsed = http_parser_execute(&parser, &Settings(), buffer, static_cast<size_t>(n));
     if (HTTP_PARSER_ERRNO(&parser) != HPE_OK || parsed != static_cast<size_t>(n)) {
@@ -117,9 +125,33 @@ absl::StatusOr<HttpReply> ApiConnection::ReadReply() {
   return std::move(state.reply);
 }
 
+absl::StatusOr<HttpReply> ApiConnection::Exchange(bool& closed_unanswered) {
+  closed_unanswered = false;
+  if (const int err = SendAll(request_); err != 0) {
+    // A server may answer before it has read the whole request and then close (a 413 for
+    // an event over its limit): the rest of the send then fails, but the answer already
+    // waits in this socket's receive queue, and it is what the caller needs to see.
+    if (err == EPIPE || err == ECONNRESET) {
+      absl::StatusOr<HttpReply> early = ReadReply(closed_unanswered);
+      if (early.ok()) {
+        fd_.Reset();
+        return early;
+      }
+    }
+    fd_.Reset();
+    return base::ErrnoStatus(err, absl::StrCat("send(", socket_path_, ")"));
+  }
+  return ReadReply(closed_unanswered);
+}
+
 absl::StatusOr<HttpReply> ApiConnection::Call(absl::string_view method, absl::string_view target,
                                               absl::string_view body) {
-  if (!fd_.valid()) {
+  // A kept-alive connection may have been closed by the server while it sat idle (its
+  // idle timeout, 75 s by default) without this side knowing: the request then meets
+  // EPIPE or ECONNRESET, or EOF before any byte of a reply. The server read none of it,
+  // so it goes again, once, on a new connection. A fresh connection gets no second try.
+  const bool reused = fd_.valid();
+  if (!reused) {
     ZYGO_ASSIGN_OR_RETURN(fd_, ConnectUnixSocket(socket_path_));
   }
   request_.clear();
@@ -128,19 +160,11 @@ absl::StatusOr<HttpReply> ApiConnection::Call(absl::string_view method, absl::st
     absl::StrAppend(&request_, "Content-Length: ", body.size(), "\r\n");
   }
   absl::StrAppend(&request_, "\r\n", body);
-  if (const int err = SendAll(request_); err != 0) {
-    // A server may answer before it has read the whole request and then close (a 413 for
-    // an event over its limit): the rest of the send then fails, but the answer already
-    // waits in this socket's receive queue, and it is what the caller needs to see.
-    if (err == EPIPE || err == ECONNRESET) {
-      absl::StatusOr<HttpReply> early = ReadReply();
-      fd_.Reset();
-      if (early.ok()) return early;
-    }
-    fd_.Reset();
-    return base::ErrnoStatus(err, absl::StrCat("send(", socket_path_, ")"));
-  }
-  return ReadReply();
+  bool closed_unanswered = false;
+  absl::StatusOr<HttpReply> reply = Exchange(closed_unanswered);
+  if (reply.ok() || !reused || !closed_unanswered) return reply;
+  ZYGO_ASSIGN_OR_RETURN(fd_, ConnectUnixSocket(socket_path_));
+  return Exchange(closed_unanswered);
 }
 
 absl::StatusOr<nlohmann::json> ApiConnection::CallJson(absl::string_view method,

@@ -29,9 +29,11 @@ class ApiConnection {
   ApiConnection& operator=(ApiConnection&&) = default;
 
   // Sends one request and reads its whole reply. When the server closed the connection
-  // after the previous reply (no keep-alive), reconnects first. Any status is returned
-  // as it came; an error means no complete reply arrived. A reply the server sent before
-  // it stopped reading the request (a 413, say) is returned like any other.
+  // after the previous reply (no keep-alive), reconnects first; when it closed a
+  // kept-alive one while it sat idle (found only on sending: EPIPE, ECONNRESET, or EOF
+  // before any byte of a reply), reconnects and sends the request once more. Any status
+  // is returned as it came; an error means no complete reply arrived. A reply the server
+  // sent before it stopped reading the request (a 413, say) is returned like any other.
   absl::StatusOr<HttpReply> Call(absl::string_view method, absl::string_view target,
                                  absl::string_view body);
 
@@ -48,7 +50,10 @@ class ApiConnection {
 
   // 0 when all of `data` went, else the errno of the send that failed.
   int SendAll(absl::string_view data);
-  absl::StatusOr<HttpReply> ReadReply();
+  // Sends request_ on fd_ and reads the reply. On an error, fd_ is closed, and
+  // `closed_unanswered` says whether the peer had closed before any byte of a reply.
+  absl::StatusOr<HttpReply> Exchange(bool& closed_unanswered);
+  absl::StatusOr<HttpReply> ReadReply(bool& closed_unanswered);
 
   std::string socket_path_;
   base::UniqueFd fd_;

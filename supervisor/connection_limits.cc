@@ -33,7 +33,7 @@ absl::Status ConnectionAdmission::Admit(uid_t uid) {
 
 void ConnectionAdmission::Release(uid_t uid) {
   auto found = per_client_.find(uid);
-  if (found == per_client_.end() || found->second == 0) return;  // never counted
+  if (found == per_client_.end()) return;  // never counted
   if (--found->second == 0) per_client_.erase(found);
   --total_;
 }

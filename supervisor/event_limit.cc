@@ -20,13 +20,11 @@ absl::Status Marked(std::string message) {
 
 }  // namespace
 
-absl::Status EventTooLargeError(uint64_t size) {
-  return Marked(absl::StrCat("event is ", size, " bytes; the limit is ", kMaxEventBytes, " bytes"));
-}
-
-absl::Status EventOverLimitError() {
-  return Marked(absl::StrCat("event is more than ", kMaxEventBytes, " bytes; the limit is ",
-                             kMaxEventBytes, " bytes"));
+absl::Status EventTooLargeError(std::optional<uint64_t> size) {
+  const std::string how_large = size.has_value()
+                                    ? absl::StrCat(*size, " bytes")
+                                    : absl::StrCat("more than ", kMaxEventBytes, " bytes");
+  return Marked(absl::StrCat("event is ", how_large, "; the limit is ", kMaxEventBytes, " bytes"));
 }
 
 bool IsEventTooLarge(const absl::Status& status) {

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include "absl/status/status.h"
 
@@ -18,11 +19,10 @@ namespace zygo::supervisor {
 inline constexpr size_t kMaxEventBytes = size_t{16} << 20;
 
 // ResourceExhausted "event is N bytes; the limit is M bytes", marked so that a front end
-// tells it from being over capacity (HTTP answers it 413, not 429): IsEventTooLarge.
-absl::Status EventTooLargeError(uint64_t size);
-// The same for a body whose size is not known yet (HTTP chunked): "event is more than M
-// bytes; the limit is M bytes".
-absl::Status EventOverLimitError();
+// tells it from being over capacity (HTTP answers it 413, not 429): IsEventTooLarge. A
+// `size` of nullopt is a body whose size is not known yet (HTTP chunked): "event is more
+// than M bytes; the limit is M bytes".
+absl::Status EventTooLargeError(std::optional<uint64_t> size);
 bool IsEventTooLarge(const absl::Status& status);
 
 // OK when both the event and stdin of one request are within kMaxEventBytes; else the

@@ -183,7 +183,7 @@ absl::StatusOr<std::shared_ptr<Zygote>> Function::WarmZygote() {
 
 absl::Status Function::Warm() { return WarmZygote().status(); }
 
-void Function::Run(const ExecRequest& request, const std::string& code, const CancelSignal& cancel,
+void Function::Run(ExecRequest&& request, std::string&& code, const CancelSignal& cancel,
                    const std::function<void(ExecReply)>& deliver) {
   in_flight_.fetch_add(1);
   requests_.fetch_add(1);
@@ -197,10 +197,10 @@ void Function::Run(const ExecRequest& request, const std::string& code, const Ca
   }
   SpareRequest spare_request;
   spare_request.request_id = next_request_id_.fetch_add(1);
-  spare_request.entry = spec_.pool ? request.script_digest : spec_.entry;
-  spare_request.code = code;
-  spare_request.event = request.event_json.empty() ? "null" : request.event_json;
-  spare_request.stdin_data = request.stdin_data;
+  spare_request.entry = spec_.pool ? std::move(request.script_digest) : spec_.entry;
+  spare_request.code = std::move(code);
+  spare_request.event = request.event_json.empty() ? "null" : std::move(request.event_json);
+  spare_request.stdin_data = std::move(request.stdin_data);
   spare_request.timeout_ms = spec_.timeout_ms;
   (*zygote)->Run(spare_request, cancel, [&](ExecReply reply) {
     {

@@ -43,8 +43,9 @@ class Function {
   FunctionInfo Info() const;
 
   // Warms the zygote if it is cold (or dead) and runs one request on it. `code` is a pool
-  // script's source. Blocks the calling (worker) thread; calls `deliver` exactly once.
-  void Run(const ExecRequest& request, const std::string& code, const CancelSignal& cancel,
+  // script's source. Both are moved into the spare's request, not copied: an event can be
+  // kMaxEventBytes. Blocks the calling (worker) thread; calls `deliver` exactly once.
+  void Run(ExecRequest&& request, std::string&& code, const CancelSignal& cancel,
            const std::function<void(ExecReply)>& deliver);
 
   // Warms the zygote now (Up does this in the background).

@@ -80,7 +80,6 @@ void HttpServer::Connection::Start(uid_t uid) {
 }
 
 void HttpServer::Connection::Refuse(const HttpResponse& response) {
-  keep_alive_ = false;
   WriteNow(SerializeResponse(response, /*keep_alive=*/false, /*http10=*/false));
   Close();
 }
@@ -273,7 +272,7 @@ void HttpServer::Connection::Dispatch() {
   // The request is in: its timer stops, and the idle time counts from its answer on.
   uv_timer_stop(&timer_);
   timer_running_ = Timer::kNone;
-  RouteResult result = Route(request_, *server_->service_);
+  RouteResult result = Route(std::move(request_), *server_->service_);
   if (auto* response = std::get_if<HttpResponse>(&result)) {
     Respond(*response);
     return;

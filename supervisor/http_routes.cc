@@ -89,26 +89,33 @@ HttpResponse PutScript(const HttpRequest& request, Service& service) {
   return JsonResponse(201, DumpJson(json{{"digest", *digest}}));
 }
 
-RouteResult RouteFunction(const HttpRequest& request, const std::vector<std::string>& segments,
-                          const QueryParams& params, Service& service) {
-  const std::string& name = segments[2];
-  if (segments.size() == 3) {
-    if (request.method != "DELETE") return MethodNotAllowed(request, "DELETE");
-    absl::Status status = service.Down(name);
-    return status.ok() ? OkResponse() : StatusResponse(status);
-  }
+// /v1/functions/NAME/exec: the one path whose body is an event.
+bool IsExecPath(const std::vector<std::string>& segments) {
+  return segments.size() == 4 && segments[0] == "v1" && segments[1] == "functions" &&
+         !segments[2].empty() && segments[3] == "exec";
+}
+
+HttpResponse DownFunction(const HttpRequest& request, const std::string& name, Service& service) {
+  if (request.method != "DELETE") return MethodNotAllowed(request, "DELETE");
+  absl::Status status = service.Down(name);
+  return status.ok() ? OkResponse() : StatusResponse(status);
+}
+
+// Takes the request's body.
+RouteResult ExecFunction(HttpRequest&& request, const std::string& name,
+                         const QueryParams& params) {
   if (request.method != "POST") return MethodNotAllowed(request, "POST");
   ExecRequest exec;
   exec.function = name;
   exec.script_digest = Param(params, "script", "");
   // The API cannot know the function's runtime; the core reads whichever it needs.
-  exec.event_json = request.body;
   exec.stdin_data = request.body;
+  exec.event_json = std::move(request.body);
   return exec;
 }
 
 // Empty when no route matches the path.
-std::optional<RouteResult> RouteDecoded(const HttpRequest& request,
+std::optional<RouteResult> RouteDecoded(HttpRequest&& request,
                                         const std::vector<std::string>& segments,
                                         const QueryParams& params, Service& service) {
   const size_t n = segments.size();
@@ -127,10 +134,8 @@ std::optional<RouteResult> RouteDecoded(const HttpRequest& request,
     if (request.method == "POST") return UpFunction(request, params, service);
     return MethodNotAllowed(request, "GET, POST");
   }
-  if (segments[2].empty()) return std::nullopt;
-  if (n == 3 || (n == 4 && segments[3] == "exec")) {
-    return RouteFunction(request, segments, params, service);
-  }
+  if (n == 3 && !segments[2].empty()) return DownFunction(request, segments[2], service);
+  if (IsExecPath(segments)) return ExecFunction(std::move(request), segments[2], params);
   return std::nullopt;
 }
 
@@ -224,11 +229,7 @@ HttpResponse StatusResponse(const absl::Status& status) {
 HttpResponse BodyTooLargeResponse(absl::string_view target, std::optional<uint64_t> size) {
   absl::StatusOr<std::vector<std::string>> segments =
       DecodePath(target.substr(0, target.find('?')));
-  const bool exec = segments.ok() && segments->size() == 4 && (*segments)[0] == "v1" &&
-                    (*segments)[1] == "functions" && (*segments)[3] == "exec";
-  if (exec) {
-    return StatusResponse(size.has_value() ? EventTooLargeError(*size) : EventOverLimitError());
-  }
+  if (segments.ok() && IsExecPath(*segments)) return StatusResponse(EventTooLargeError(size));
   const std::string limit = absl::StrCat("; the limit is ", kMaxRequestBodyBytes, " bytes");
   return ErrorResponse(413, "payload_too_large",
                        size.has_value() ? absl::StrCat("request body is ", *size, " bytes", limit)
@@ -297,7 +298,7 @@ absl::StatusOr<QueryParams> ParseQuery(absl::string_view query) {
   return params;
 }
 
-RouteResult Route(const HttpRequest& request, Service& service) {
+RouteResult Route(HttpRequest&& request, Service& service) {
   try {
     absl::string_view target = request.target;
     size_t question = target.find('?');
@@ -308,7 +309,8 @@ RouteResult Route(const HttpRequest& request, Service& service) {
     if (!segments.ok()) return ErrorResponse(400, "invalid_argument", segments.status().message());
     absl::StatusOr<QueryParams> params = ParseQuery(query);
     if (!params.ok()) return ErrorResponse(400, "invalid_argument", params.status().message());
-    std::optional<RouteResult> result = RouteDecoded(request, *segments, *params, service);
+    std::optional<RouteResult> result =
+        RouteDecoded(std::move(request), *segments, *params, service);
     if (!result.has_value()) {
       return ErrorResponse(404, "not_found",
                            absl::StrCat("no route for ", request.method, " ", path));

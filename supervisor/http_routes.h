@@ -89,9 +89,9 @@ using RouteResult = std::variant<HttpResponse, ExecRequest>;
 //   PUT    /v1/scripts                    PutScript(body) -> 201 {"digest":...}
 //   POST   /v1/functions/NAME/exec[?script=DIGEST]  an ExecRequest (the body is both the
 //                                         event and stdin; the function's runtime decides)
-// Unknown paths get 404, known paths with another method 405. Calls `service` on the
-// caller's thread; never throws.
-RouteResult Route(const HttpRequest& request, Service& service);
+// Unknown paths get 404, known paths with another method 405. An exec's ExecRequest takes
+// the body (moved, not copied). Calls `service` on the caller's thread; never throws.
+RouteResult Route(HttpRequest&& request, Service& service);
 
 }  // namespace zygo::supervisor
 

@@ -23,6 +23,7 @@
 #include "core/base/sys/fs.h"
 #include "core/base/sys/sched_attr.h"
 #include "core/cgroup.h"
+#include "core/units.h"
 #include "supervisor/code_policy.h"
 #include "supervisor/connection_limits.h"
 #include "supervisor/event_limit.h"
@@ -80,15 +81,14 @@ struct ServeFlags {
   HttpLimits http;
 };
 
-// A duration flag: 1 ms to 1 h.
+// A duration flag, read as `zygo run --timeout` reads one: 1 ms to 1 h.
 absl::StatusOr<absl::Duration> ParseTimeout(const char* name, const std::string& text) {
-  absl::Duration duration;
-  if (!absl::ParseDuration(text, &duration) || duration < absl::Milliseconds(1) ||
-      duration > absl::Hours(1)) {
+  absl::StatusOr<int64_t> ms = core::ParseDurationMs(text);
+  if (!ms.ok() || *ms > 3'600'000) {
     return absl::InvalidArgumentError(absl::StrCat(
         name, " must be a duration from 1ms to 1h (500ms, 30s, 2m), not '", text, "'"));
   }
-  return duration;
+  return absl::Milliseconds(*ms);
 }
 
 absl::StatusOr<size_t> ParseCount(const char* name, const std::string& text) {

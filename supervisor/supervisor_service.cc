@@ -246,7 +246,7 @@ void SupervisorService::RunJob(Job& job) {
   const auto queued_us = std::chrono::duration_cast<std::chrono::microseconds>(
                              std::chrono::steady_clock::now() - job.queued_at)
                              .count();
-  function->Run(adjusted, code, *job.cancel, [&](ExecReply reply) {
+  function->Run(std::move(adjusted), std::move(code), *job.cancel, [&](ExecReply reply) {
     reply.timings.total_us += queued_us;
     job.done(std::move(reply));
   });

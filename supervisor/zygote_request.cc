@@ -17,6 +17,7 @@
 #include "agents/wire/messages.h"
 #include "core/base/errno_status.h"
 #include "core/base/status_macros.h"
+#include "core/base/sys/fs.h"
 #include "core/outcome.h"
 #include "supervisor/event_limit.h"
 #include "supervisor/zygote.h"
@@ -35,15 +36,9 @@ int64_t Micros(Clock::time_point from, Clock::time_point to) {
 }
 
 // Puts the request's stdin into its (empty) memfd, from the start.
-absl::Status FillStdin(int fd, const std::string& content) {
-  size_t done = 0;
-  while (done < content.size()) {
-    ssize_t n = write(fd, content.data() + done, content.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return base::ErrnoStatus(errno, "write(request stdin)");
-    done += static_cast<size_t>(n);
-  }
-  lseek(fd, 0, SEEK_SET);
+absl::Status FillStdin(const base::UniqueFd& fd, const std::string& content) {
+  ZYGO_RETURN_IF_ERROR(base::sys::WriteAll(fd, content.data(), content.size(), "request stdin"));
+  lseek(fd.get(), 0, SEEK_SET);
   return absl::OkStatus();
 }
 
@@ -232,7 +227,7 @@ void Zygote::LearnTouched(Spare& spare) {
 absl::Status Zygote::SendRun(Spare& spare, const SpareRequest& request, bool report_touched,
                              bool* sent_code) {
   const int in = spare.stdio[0].get(), out = spare.stdio[1].get(), err = spare.stdio[2].get();
-  ZYGO_RETURN_IF_ERROR(FillStdin(in, request.stdin_data));
+  ZYGO_RETURN_IF_ERROR(FillStdin(spare.stdio[0], request.stdin_data));
   wire::RunMessage run;
   run.request_id = request.request_id;
   run.entry = request.entry;

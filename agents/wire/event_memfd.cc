@@ -9,11 +9,12 @@
 #include "absl/strings/str_cat.h"
 #include "agents/wire/messages.h"
 #include "core/base/errno_status.h"
+#include "core/base/sys/fs.h"
 
 namespace zygo::wire {
 namespace {
 
-absl::Status CheckEventSize(uint64_t size) {
+absl::Status CheckMemfdSize(uint64_t size) {
   if (size == 0 || size > kMaxEventBytes) {
     return absl::InvalidArgumentError(
         absl::StrCat("an event memfd of ", size, " bytes; it must be 1..", kMaxEventBytes));
@@ -24,18 +25,12 @@ absl::Status CheckEventSize(uint64_t size) {
 }  // namespace
 
 absl::StatusOr<base::UniqueFd> MakeEventMemfd(absl::string_view content) {
-  if (absl::Status size = CheckEventSize(content.size()); !size.ok()) return size;
+  if (absl::Status size = CheckMemfdSize(content.size()); !size.ok()) return size;
   base::UniqueFd fd(::memfd_create("zygo-event", MFD_CLOEXEC | MFD_ALLOW_SEALING));
   if (!fd.valid()) return base::ErrnoStatus(errno, "memfd_create(zygo-event)");
-  size_t done = 0;
-  while (done < content.size()) {
-    const ssize_t n = base::RetryOnEintr(
-        [&] { return ::write(fd.get(), content.data() + done, content.size() - done); });
-    if (n <= 0) {
-      return base::ErrnoStatus(n < 0 ? errno : EIO,
-                               absl::StrCat("write(zygo-event, ", content.size(), " bytes)"));
-    }
-    done += static_cast<size_t>(n);
+  if (absl::Status written = base::sys::WriteAll(fd, content.data(), content.size(), "zygo-event");
+      !written.ok()) {
+    return written;
   }
   if (::fcntl(fd.get(), F_ADD_SEALS, kEventMemfdSeals) != 0) {
     return base::ErrnoStatus(errno, "fcntl(zygo-event, F_ADD_SEALS)");
@@ -44,7 +39,7 @@ absl::StatusOr<base::UniqueFd> MakeEventMemfd(absl::string_view content) {
 }
 
 absl::StatusOr<std::string> ReadEventMemfd(int fd, uint64_t size) {
-  if (absl::Status checked = CheckEventSize(size); !checked.ok()) return checked;
+  if (absl::Status checked = CheckMemfdSize(size); !checked.ok()) return checked;
   const int seals = ::fcntl(fd, F_GET_SEALS);
   if (seals < 0) return base::ErrnoStatus(errno, "fcntl(event fd, F_GET_SEALS)");
   if ((seals & kEventMemfdSeals) != kEventMemfdSeals) {

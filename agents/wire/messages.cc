@@ -1,6 +1,7 @@
 // Payload schemas, validation, and encode/decode for each warm-path message.
 #include "agents/wire/messages.h"
 
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -409,10 +410,11 @@ absl::StatusOr<RunMessage> DecodeRun(const ReceivedFrame& received) {
     return Invalid(MessageType::kRun, absl::StrCat("report_touched ", report_touched));
   }
   m.report_touched = report_touched == 1;
-  m.event_fd_size = reader.U64(kRunEventFdSize).value_or(0);
-  if (reader.U64(kRunEventFdSize).has_value() && m.event_fd_size == 0) {
+  const std::optional<uint64_t> event_fd_size = reader.U64(kRunEventFdSize);
+  if (event_fd_size.has_value() && *event_fd_size == 0) {
     return Invalid(MessageType::kRun, "an event memfd of 0 bytes");
   }
+  m.event_fd_size = event_fd_size.value_or(0);
   ZYGO_RETURN_IF_ERROR(ValidateRun(m));
   ZYGO_RETURN_IF_ERROR(CheckFrame(received, MessageType::kRun, RunFdCount(m)));
   return m;

@@ -45,7 +45,7 @@ inline constexpr size_t kMaxPageRuns = 4096;
 inline constexpr uint64_t kMaxPageRunPages = 64 * 1024;  // 256 MiB of 4 KiB pages
 inline constexpr uint64_t kPageBytes = 4096;
 // The largest event a Run carries, inline or in an event memfd (event_memfd.h). The
-// supervisor's API takes no larger one (supervisor/service.h).
+// supervisor's API takes no larger one (supervisor/event_limit.h).
 inline constexpr uint64_t kMaxEventBytes = uint64_t{16} << 20;
 
 // Which fds a Run frame carries, in order.

@@ -100,6 +100,19 @@ absl::StatusOr<size_t> WriteOnce(const UniqueFd& fd, absl::string_view data,
   return static_cast<size_t>(n);
 }
 
+absl::Status WriteAll(const UniqueFd& fd, const void* data, size_t size, absl::string_view name) {
+  const char* bytes = static_cast<const char*>(data);
+  for (size_t done = 0; done < size;) {
+    const auto [n, err] =
+        RetryOnEintr([&] { return ::write(fd.get(), bytes + done, size - done); });
+    if (n <= 0) {
+      return Failed(n < 0 ? err : EIO, absl::StrCat("write(", name, ", ", size, " bytes)"));
+    }
+    done += static_cast<size_t>(n);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status MakeDirectory(const std::string& path, mode_t mode) {
   const auto [rc, err] = RetryOnEintr([&] { return ::mkdir(path.c_str(), mode); });
   if (rc == 0) return absl::OkStatus();

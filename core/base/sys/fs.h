@@ -47,6 +47,11 @@ absl::StatusOr<std::string> ReadFile(const std::string& path);
 absl::StatusOr<size_t> WriteOnce(const UniqueFd& fd, absl::string_view data,
                                  const std::string& path);
 
+// write(2)s all `size` bytes at `data`, from the fd's offset on, however many calls that
+// takes; a write that makes no progress is EIO. `name` only names the file in errors
+// ("write(NAME, SIZE bytes)").
+absl::Status WriteAll(const UniqueFd& fd, const void* data, size_t size, absl::string_view name);
+
 // mkdir(path, mode).
 absl::Status MakeDirectory(const std::string& path, mode_t mode);
 
