@@ -8,7 +8,6 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -62,22 +61,25 @@ std::vector<std::string> Subdirectories(const std::string& dir) {
   return names;
 }
 
-// One directory of a stale cgroup: itself and the cgroups nested in it, deepest first.
+// One directory of a stale cgroup: itself and the cgroups nested in it, deepest first
+// (so itself last).
 struct StaleDir {
   std::vector<std::string> tree;
   std::vector<std::string> nested_names;
-  std::string foreign;  // the first subdirectory that is no cgroup of its owner's
 };
 
-void ListNested(const std::string& dir, pid_t owner, int depth, StaleDir* found) {
+// Fills `found` with `dir` and the cgroups `owner` nested in it; `foreign` gets the first
+// subdirectory that is none of them, when it has none yet.
+void ListNested(const std::string& dir, pid_t owner, int depth, StaleDir* found,
+                std::string* foreign) {
   for (const std::string& name : Subdirectories(dir)) {
     const std::string path = absl::StrCat(dir, "/", name);
     if (!IsNestedName(name, owner) || depth >= kMaxNestedDepth) {
-      if (found->foreign.empty()) found->foreign = path;
+      if (foreign->empty()) *foreign = path;
       continue;
     }
     found->nested_names.push_back(name);
-    ListNested(path, owner, depth + 1, found);
+    ListNested(path, owner, depth + 1, found, foreign);
   }
   found->tree.push_back(dir);
 }
@@ -85,6 +87,7 @@ void ListNested(const std::string& dir, pid_t owner, int depth, StaleDir* found)
 struct Group {
   StaleCgroup cgroup;
   std::vector<StaleDir> dirs;
+  std::string foreign;  // the first directory in it that is no cgroup of its owner's, or ""
 };
 
 // Looks through `dir`'s children (and with `walk` their subtrees) for stale cgroups. A
@@ -100,49 +103,44 @@ void Scan(const std::string& dir, const std::string& prefix, bool walk, int dept
       if (walk && depth < kMaxWalkDepth) Scan(path, prefix, walk, depth + 1, budget, groups);
       continue;
     }
-    if (*owner == getpid() || IsAlive(*owner)) continue;
+    if (IsAlive(*owner)) continue;  // this process's own too
     Group& group = (*groups)[name];
     group.cgroup.name = name;
     group.cgroup.owner = *owner;
     group.cgroup.dirs.push_back(path);
     StaleDir found;
-    ListNested(path, *owner, 0, &found);
+    ListNested(path, *owner, 0, &found, &group.foreign);
     group.dirs.push_back(std::move(found));
   }
 }
 
-// Its own processes, or (v2's cgroup.events) any below it, in any pid namespace.
-bool HasMembers(const std::string& dir) {
-  absl::StatusOr<std::string> procs = sys::ReadFile(absl::StrCat(dir, "/cgroup.procs"));
-  if (procs.ok() && !absl::StripAsciiWhitespace(*procs).empty()) return true;
-  absl::StatusOr<std::string> events = sys::ReadFile(absl::StrCat(dir, "/cgroup.events"));
-  return events.ok() && absl::StrContains(*events, "populated 1");
-}
-
-// The first directory of the group that has processes, or "".
-std::string BusyDir(const Group& group) {
+// The first directory of the group that has processes, or "". v2: its top directory's
+// cgroup.events, whose "populated" counts the whole subtree (in any pid namespace). v1 has
+// no such file: each directory's own cgroup.procs.
+std::string BusyDir(const Group& group, CgroupVersion version) {
   for (const StaleDir& dir : group.dirs) {
+    if (version == CgroupVersion::kV2) {
+      const std::string& top = dir.tree.back();
+      absl::StatusOr<std::string> events = sys::ReadFile(absl::StrCat(top, "/cgroup.events"));
+      if (events.ok() && absl::StrContains(*events, "populated 1")) return top;
+      continue;
+    }
     for (const std::string& path : dir.tree) {
-      if (HasMembers(path)) return path;
+      absl::StatusOr<std::string> procs = sys::ReadFile(absl::StrCat(path, "/cgroup.procs"));
+      if (procs.ok() && !absl::StripAsciiWhitespace(*procs).empty()) return path;
     }
   }
   return "";
 }
 
-std::string Foreign(const Group& group) {
-  for (const StaleDir& dir : group.dirs) {
-    if (!dir.foreign.empty()) return dir.foreign;
-  }
-  return "";
-}
-
 // Waits until no group that could be removed has processes, or the deadline.
-void WaitForMembers(const std::map<std::string, Group>& groups, absl::Duration wait) {
+void WaitForMembers(const std::map<std::string, Group>& groups, CgroupVersion version,
+                    absl::Duration wait) {
   const auto deadline = std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(wait);
   for (;;) {
     bool busy = false;
     for (const auto& [name, group] : groups) {
-      busy = busy || (Foreign(group).empty() && !BusyDir(group).empty());
+      busy = busy || (group.foreign.empty() && !BusyDir(group, version).empty());
     }
     if (!busy || std::chrono::steady_clock::now() >= deadline) return;
     std::this_thread::sleep_for(kMemberPoll);
@@ -150,12 +148,13 @@ void WaitForMembers(const std::map<std::string, Group>& groups, absl::Duration w
 }
 
 // Deepest first; the first failure keeps the rest (a parent cannot go before its children).
-void Remove(Group* group) {
-  if (std::string foreign = Foreign(*group); !foreign.empty()) {
-    group->cgroup.kept_because = absl::StrCat("it holds ", foreign, ", which Zygo did not name");
+void Remove(Group* group, CgroupVersion version) {
+  if (!group->foreign.empty()) {
+    group->cgroup.kept_because =
+        absl::StrCat("it holds ", group->foreign, ", which Zygo did not name");
     return;
   }
-  if (std::string busy = BusyDir(*group); !busy.empty()) {
+  if (std::string busy = BusyDir(*group, version); !busy.empty()) {
     group->cgroup.kept_because = absl::StrCat("processes are still in ", busy);
     return;
   }
@@ -190,7 +189,8 @@ std::optional<pid_t> ZygoCgroupOwner(absl::string_view name, absl::string_view p
   return static_cast<pid_t>(pid);
 }
 
-std::vector<StaleCgroup> SweepStaleCgroups(const std::vector<SweepHierarchy>& hierarchies,
+std::vector<StaleCgroup> SweepStaleCgroups(CgroupVersion version,
+                                           const std::vector<SweepHierarchy>& hierarchies,
                                            const std::string& prefix,
                                            const StaleSweepOptions& options) {
   std::set<std::string> seen;
@@ -204,7 +204,7 @@ std::vector<StaleCgroup> SweepStaleCgroups(const std::vector<SweepHierarchy>& hi
     Scan(start, prefix, options.everywhere, 0, &budget, &groups);
   }
   if (options.remove && options.wait_for_members > absl::ZeroDuration()) {
-    WaitForMembers(groups, options.wait_for_members);
+    WaitForMembers(groups, version, options.wait_for_members);
   }
   std::vector<StaleCgroup> stale;
   for (auto& [name, group] : groups) {
@@ -213,7 +213,7 @@ std::vector<StaleCgroup> SweepStaleCgroups(const std::vector<SweepHierarchy>& hi
       nested.insert(dir.nested_names.begin(), dir.nested_names.end());
     }
     group.cgroup.nested = static_cast<int>(nested.size());
-    if (options.remove) Remove(&group);
+    if (options.remove) Remove(&group, version);
     stale.push_back(std::move(group.cgroup));
   }
   return stale;

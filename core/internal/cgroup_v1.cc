@@ -372,7 +372,7 @@ std::vector<StaleCgroup> CgroupV1Driver::SweepStale(const StaleSweepOptions& opt
   if (layout_.cpuacct.has_value()) {
     hierarchies.push_back({layout_.cpuacct->parent_dir, layout_.cpuacct->mount_dir});
   }
-  return SweepStaleCgroups(hierarchies, name_prefix_, options);
+  return SweepStaleCgroups(CgroupVersion::kV1, hierarchies, name_prefix_, options);
 }
 
 absl::StatusOr<std::unique_ptr<Cgroup>> CgroupV1Driver::Create(const CgroupLimits& limits) {
