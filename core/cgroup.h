@@ -148,6 +148,16 @@ struct CgroupProbeOptions {
 absl::StatusOr<std::unique_ptr<CgroupDriver>> ProbeCgroupDriver(
     const CgroupProbeOptions& options = {});
 
+// CgroupDriver::SweepStale with options.everywhere (whatever `options` says), over the
+// cgroup hierarchies mounted at `mount_root`: the cgroup2 mount there, or the v1 memory,
+// pids, cpu and cpuacct hierarchies below it. Needs only the mounts, not a driver: whether
+// this process could make cgroups of its own (on v2, whether its cgroup has delegated
+// controllers) does not matter to what killed zygos left. FailedPrecondition when
+// `mount_root` holds neither. Parent side; removing needs the access making them did.
+absl::StatusOr<std::vector<StaleCgroup>> SweepStaleCgroupsEverywhere(
+    const StaleSweepOptions& options, const std::string& mount_root = "/sys/fs/cgroup",
+    const std::string& name_prefix = "zygo-");
+
 }  // namespace zygo::core
 
 #endif  // ZYGO_CORE_CGROUP_H_

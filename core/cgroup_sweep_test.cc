@@ -220,12 +220,26 @@ TEST_F(CgroupSweepTest, EverywhereLooksBelowOtherCgroups) {
   EXPECT_THAT(driver_->SweepStale({}), IsEmpty());
   // The whole hierarchy: other (dead) zygos' cgroups may be found too; only ours are asked
   // about, and nothing is removed.
+  const std::string name = absl::StrCat("zygo-", dead, "-1");
   std::set<std::string> names;
   for (const StaleCgroup& cgroup : driver_->SweepStale({.everywhere = true})) {
     names.insert(cgroup.name);
   }
-  EXPECT_TRUE(names.count(absl::StrCat("zygo-", dead, "-1"))) << "not found everywhere";
+  EXPECT_TRUE(names.count(name)) << "not found everywhere";
+
+  // The same without a driver, from the mounts alone (zygo doctor's sweep), in every
+  // hierarchy the driver uses.
+  absl::StatusOr<std::vector<StaleCgroup>> found = SweepStaleCgroupsEverywhere({});
+  ASSERT_TRUE(found.ok()) << found.status();
+  auto ours = std::find_if(found->begin(), found->end(),
+                           [&](const StaleCgroup& cgroup) { return cgroup.name == name; });
+  ASSERT_NE(ours, found->end()) << "not found from the mounts";
+  EXPECT_EQ(ours->dirs.size(), parents_.size());
+  EXPECT_FALSE(ours->removed);
   EXPECT_TRUE(Exists(stale));
+  // Control: a directory that is no cgroup mount holds nothing to sweep.
+  EXPECT_EQ(SweepStaleCgroupsEverywhere({}, ::testing::TempDir()).status().code(),
+            absl::StatusCode::kFailedPrecondition);
 }
 
 }  // namespace

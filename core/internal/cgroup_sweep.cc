@@ -3,7 +3,6 @@
 // deepest first.
 #include "core/internal/cgroup_sweep.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -47,19 +46,6 @@ bool IsNestedName(absl::string_view name, pid_t owner) {
 }
 
 bool IsAlive(pid_t pid) { return kill(pid, 0) == 0 || errno != ESRCH; }
-
-// The names of `dir`'s subdirectories: on cgroupfs, exactly its child cgroups.
-std::vector<std::string> Subdirectories(const std::string& dir) {
-  std::vector<std::string> names;
-  DIR* handle = opendir(dir.c_str());
-  if (handle == nullptr) return names;
-  while (struct dirent* entry = readdir(handle)) {
-    const absl::string_view name = entry->d_name;
-    if (entry->d_type == DT_DIR && name != "." && name != "..") names.emplace_back(name);
-  }
-  closedir(handle);
-  return names;
-}
 
 // One directory of a stale cgroup: itself and the cgroups nested in it, deepest first
 // (so itself last).

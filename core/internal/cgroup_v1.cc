@@ -7,6 +7,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 
@@ -335,6 +336,20 @@ absl::StatusOr<std::vector<V1Membership>> ParseV1SelfCgroup(absl::string_view co
     if (!member.controllers.empty()) memberships.push_back(std::move(member));
   }
   return memberships;
+}
+
+std::vector<std::string> V1ControllerMounts(const std::string& mount_root) {
+  std::vector<std::string> mounts;
+  for (const std::string& name : Subdirectories(mount_root)) {
+    bool used = false;
+    for (absl::string_view controller : absl::StrSplit(name, ',')) {
+      for (const char* wanted : {"memory", "pids", "cpu", "cpuacct"}) used |= controller == wanted;
+    }
+    const std::string dir = absl::StrCat(mount_root, "/", name);
+    if (used && IsV1HierarchyRoot(dir)) mounts.push_back(dir);
+  }
+  std::sort(mounts.begin(), mounts.end());
+  return mounts;
 }
 
 absl::StatusOr<V1Layout> ResolveV1Layout(const CgroupProbeOptions& options) {
