@@ -131,8 +131,10 @@ class CgroupDriver {
   // Finds stale cgroups (sorted by name) and, with options.remove, removes each one that
   // holds nothing but cgroups named as above and no process. Never this process's own, a
   // live process's, or any directory named otherwise; a pid reused by a new process keeps
-  // its old cgroups until that process ends. Parent side; removing needs the access
-  // making them did (root, or the delegated subtree).
+  // its old cgroups until that process ends. From a child pid namespace, where a zygo
+  // outside it looks dead, none is removed: each is reported with kept_because saying so.
+  // Parent side; removing needs the access making them did (root, or the delegated
+  // subtree).
   virtual std::vector<StaleCgroup> SweepStale(const StaleSweepOptions& options) = 0;
 };
 

@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
@@ -18,6 +19,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "core/base/sys/fs.h"
 #include "core/internal/cgroup_fs.h"
@@ -45,7 +48,36 @@ bool IsNestedName(absl::string_view name, pid_t owner) {
   return ZygoCgroupOwner(name, word) == owner;
 }
 
+// Answers for this process's pid namespace only (kill(2)); see ChildPidNamespace.
 bool IsAlive(pid_t pid) { return kill(pid, 0) == 0 || errno != ESRCH; }
+
+// PROC_PID_INIT_INO (include/linux/proc_ns.h): the initial pid namespace's inode, fixed
+// since Linux 3.8.
+constexpr ino_t kInitialPidNamespace = 0xEFFFFFFC;
+
+// Why a cgroup's owner pid cannot be judged from here, or "" when it can. From a child pid
+// namespace (a container that shares the host's cgroup tree) kill(2) knows no zygo outside
+// it, so each of them looks dead. NSpid lists a pid per namespace from /proc's own inwards;
+// a container that mounted its own /proc shows one, so the namespace's inode is asked too.
+std::string ChildPidNamespace() {
+  std::string seen;
+  absl::StatusOr<std::string> read = sys::ReadFile("/proc/self/status");
+  const std::string status = read.ok() ? *std::move(read) : "";
+  for (absl::string_view line : absl::StrSplit(status, '\n')) {
+    if (!absl::ConsumePrefix(&line, "NSpid:")) continue;
+    std::vector<absl::string_view> pids =
+        absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+    if (pids.size() > 1) seen = absl::StrCat("NSpid ", absl::StrJoin(pids, " "));
+  }
+  absl::StatusOr<struct stat> ns = sys::Stat("/proc/self/ns/pid");
+  if (seen.empty() && ns.ok() && ns->st_ino != kInitialPidNamespace) {
+    seen = absl::StrCat("pid:[", ns->st_ino, "]");
+  }
+  if (seen.empty()) return "";
+  return absl::StrCat("this process is in a child pid namespace (", seen,
+                      "), where a zygo outside it looks dead while it runs; remove them from "
+                      "the host's pid namespace");
+}
 
 // One directory of a stale cgroup: itself and the cgroups nested in it, deepest first
 // (so itself last).
@@ -189,7 +221,9 @@ std::vector<StaleCgroup> SweepStaleCgroups(CgroupVersion version,
     if (!seen.insert(start).second) continue;
     Scan(start, prefix, options.everywhere, 0, &budget, &groups);
   }
-  if (options.remove && options.wait_for_members > absl::ZeroDuration()) {
+  // Found, but not removed: their owners may be alive.
+  const std::string cannot_judge = options.remove ? ChildPidNamespace() : "";
+  if (options.remove && cannot_judge.empty() && options.wait_for_members > absl::ZeroDuration()) {
     WaitForMembers(groups, version, options.wait_for_members);
   }
   std::vector<StaleCgroup> stale;
@@ -199,7 +233,11 @@ std::vector<StaleCgroup> SweepStaleCgroups(CgroupVersion version,
       nested.insert(dir.nested_names.begin(), dir.nested_names.end());
     }
     group.cgroup.nested = static_cast<int>(nested.size());
-    if (options.remove) Remove(&group, version);
+    if (!cannot_judge.empty()) {
+      group.cgroup.kept_because = cannot_judge;
+    } else if (options.remove) {
+      Remove(&group, version);
+    }
     stale.push_back(std::move(group.cgroup));
   }
   return stale;
