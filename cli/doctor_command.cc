@@ -86,11 +86,14 @@ std::string Names(const std::vector<const core::StaleCgroup*>& cgroups) {
   return text;
 }
 
-// Counts (and with `fix` removes) what killed zygo processes left, wherever they ran.
+// Counts (and with `fix` removes) what killed zygo processes left, wherever they ran. Needs
+// only the cgroup mounts: a cgroup without delegation, where Cgroups() finds no usable
+// driver, is still swept.
 Check StaleCgroups(bool fix) {
-  auto driver = core::ProbeCgroupDriver();
-  if (!driver.ok()) return {true, "not looked for: no cgroup driver"};
-  std::vector<core::StaleCgroup> stale = (*driver)->SweepStale({.remove = fix, .everywhere = true});
+  absl::StatusOr<std::vector<core::StaleCgroup>> found =
+      core::SweepStaleCgroupsEverywhere({.remove = fix});
+  if (!found.ok()) return {true, absl::StrCat("not looked for: ", found.status().message())};
+  const std::vector<core::StaleCgroup>& stale = *found;
   if (stale.empty()) return {true, "none (cgroups a killed zygo left behind)"};
   std::vector<const core::StaleCgroup*> removed, kept;
   for (const core::StaleCgroup& cgroup : stale) {

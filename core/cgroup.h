@@ -131,8 +131,10 @@ class CgroupDriver {
   // Finds stale cgroups (sorted by name) and, with options.remove, removes each one that
   // holds nothing but cgroups named as above and no process. Never this process's own, a
   // live process's, or any directory named otherwise; a pid reused by a new process keeps
-  // its old cgroups until that process ends. Parent side; removing needs the access
-  // making them did (root, or the delegated subtree).
+  // its old cgroups until that process ends. From a child pid namespace, where a zygo
+  // outside it looks dead, none is removed: each is reported with kept_because saying so.
+  // Parent side; removing needs the access making them did (root, or the delegated
+  // subtree).
   virtual std::vector<StaleCgroup> SweepStale(const StaleSweepOptions& options) = 0;
 };
 
@@ -147,6 +149,16 @@ struct CgroupProbeOptions {
 // with memory, pids and cpu available; v1 where those three are v1 hierarchies.
 absl::StatusOr<std::unique_ptr<CgroupDriver>> ProbeCgroupDriver(
     const CgroupProbeOptions& options = {});
+
+// CgroupDriver::SweepStale with options.everywhere (whatever `options` says), over the
+// cgroup hierarchies mounted at `mount_root`: the cgroup2 mount there, or the v1 memory,
+// pids, cpu and cpuacct hierarchies below it. Needs only the mounts, not a driver: whether
+// this process could make cgroups of its own (on v2, whether its cgroup has delegated
+// controllers) does not matter to what killed zygos left. FailedPrecondition when
+// `mount_root` holds neither. Parent side; removing needs the access making them did.
+absl::StatusOr<std::vector<StaleCgroup>> SweepStaleCgroupsEverywhere(
+    const StaleSweepOptions& options, const std::string& mount_root = "/sys/fs/cgroup",
+    const std::string& name_prefix = "zygo-");
 
 }  // namespace zygo::core
 

@@ -1,13 +1,16 @@
 // Picks the cgroup driver this host supports: v2 on a cgroup2 mount, else v1 when the
-// memory, pids and cpu hierarchies are there.
+// memory, pids and cpu hierarchies are there; and, without a driver, which mounts a sweep
+// for stale cgroups walks.
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "core/cgroup.h"
+#include "core/internal/cgroup_sweep.h"
 #include "core/internal/cgroup_v1.h"
 #include "core/internal/cgroup_v2.h"
 
@@ -33,6 +36,26 @@ absl::StatusOr<std::unique_ptr<CgroupDriver>> ProbeCgroupDriver(const CgroupProb
   }
   return std::unique_ptr<CgroupDriver>(
       std::make_unique<internal::CgroupV1Driver>(*std::move(layout), options.name_prefix));
+}
+
+absl::StatusOr<std::vector<StaleCgroup>> SweepStaleCgroupsEverywhere(
+    const StaleSweepOptions& options, const std::string& mount_root,
+    const std::string& name_prefix) {
+  StaleSweepOptions everywhere = options;
+  everywhere.everywhere = true;
+  if (internal::IsCgroup2Root(mount_root)) {
+    return internal::SweepStaleCgroups(CgroupVersion::kV2, {{mount_root, mount_root}}, name_prefix,
+                                       everywhere);
+  }
+  std::vector<internal::SweepHierarchy> hierarchies;
+  for (const std::string& mount : internal::V1ControllerMounts(mount_root)) {
+    hierarchies.push_back({mount, mount});
+  }
+  if (hierarchies.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        mount_root, " is no cgroup2 mount and holds no v1 memory, pids, cpu or cpuacct hierarchy"));
+  }
+  return internal::SweepStaleCgroups(CgroupVersion::kV1, hierarchies, name_prefix, everywhere);
 }
 
 }  // namespace zygo::core

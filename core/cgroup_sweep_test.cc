@@ -5,8 +5,10 @@
 #include "core/internal/cgroup_sweep.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -33,6 +35,7 @@ namespace fs = std::filesystem;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::StartsWith;
 
 // A pid no process can have: one above the kernel's pid_max.
 pid_t DeadPid() {
@@ -48,6 +51,12 @@ TEST(ZygoCgroupOwner, OnlyZygosOwnNames) {
                             "zygo-812-3x", "zygo-sweep-1", "xzygo-812-3", "zygo-812-3-4"}) {
     EXPECT_EQ(internal::ZygoCgroupOwner(other, "zygo-"), std::nullopt) << other;
   }
+}
+
+// PROC_PID_INIT_INO: the host's pid namespace.
+bool InHostPidNamespace() {
+  struct stat st;
+  return stat("/proc/self/ns/pid", &st) == 0 && st.st_ino == 0xEFFFFFFC;
 }
 
 class CgroupSweepTest : public ::testing::Test {
@@ -136,6 +145,45 @@ class CgroupSweepTest : public ::testing::Test {
     return names;
   }
 
+  // driver_->SweepStale({.remove = true}) run as pid 1 of a new pid namespace, with
+  // `own_proc` in a mount namespace of its own with /proc mounted there (as a container
+  // does): its pid ("1"), then a line "NAME removed|kept WHY" per cgroup found.
+  std::string SweepFromChildPidNamespace(bool own_proc) {
+    int report[2];
+    if (pipe(report) != 0) return "pipe failed";
+    const pid_t child = fork();
+    if (child == 0) {
+      close(report[0]);
+      if (unshare(CLONE_NEWPID) != 0) _exit(2);
+      const pid_t inner = fork();
+      if (inner == 0) {
+        if (own_proc && (unshare(CLONE_NEWNS) != 0 ||
+                         mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+                         mount("proc", "/proc", "proc", 0, nullptr) != 0)) {
+          _exit(3);
+        }
+        std::string out = absl::StrCat(getpid(), "\n");
+        for (const StaleCgroup& cgroup : driver_->SweepStale({.remove = true})) {
+          absl::StrAppend(&out, cgroup.name, cgroup.removed ? " removed " : " kept ",
+                          cgroup.kept_because, "\n");
+        }
+        _exit(write(report[1], out.data(), out.size()) == static_cast<ssize_t>(out.size()) ? 0 : 4);
+      }
+      int status = 0;
+      waitpid(inner, &status, 0);
+      _exit(inner > 0 && WIFEXITED(status) ? WEXITSTATUS(status) : 5);
+    }
+    close(report[1]);
+    std::string out;
+    char buffer[4096];
+    for (ssize_t n; (n = read(report[0], buffer, sizeof(buffer))) > 0;) out.append(buffer, n);
+    close(report[0]);
+    int status = 0;
+    waitpid(child, &status, 0);
+    EXPECT_TRUE(child > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+    return out;
+  }
+
   std::unique_ptr<CgroupDriver> driver_;
   std::vector<std::string> parents_;
   std::vector<pid_t> children_;
@@ -220,12 +268,50 @@ TEST_F(CgroupSweepTest, EverywhereLooksBelowOtherCgroups) {
   EXPECT_THAT(driver_->SweepStale({}), IsEmpty());
   // The whole hierarchy: other (dead) zygos' cgroups may be found too; only ours are asked
   // about, and nothing is removed.
+  const std::string name = absl::StrCat("zygo-", dead, "-1");
   std::set<std::string> names;
   for (const StaleCgroup& cgroup : driver_->SweepStale({.everywhere = true})) {
     names.insert(cgroup.name);
   }
-  EXPECT_TRUE(names.count(absl::StrCat("zygo-", dead, "-1"))) << "not found everywhere";
+  EXPECT_TRUE(names.count(name)) << "not found everywhere";
+
+  // The same without a driver, from the mounts alone (zygo doctor's sweep), in every
+  // hierarchy the driver uses.
+  absl::StatusOr<std::vector<StaleCgroup>> found = SweepStaleCgroupsEverywhere({});
+  ASSERT_TRUE(found.ok()) << found.status();
+  auto ours = std::find_if(found->begin(), found->end(),
+                           [&](const StaleCgroup& cgroup) { return cgroup.name == name; });
+  ASSERT_NE(ours, found->end()) << "not found from the mounts";
+  EXPECT_EQ(ours->dirs.size(), parents_.size());
+  EXPECT_FALSE(ours->removed);
   EXPECT_TRUE(Exists(stale));
+  // Control: a directory that is no cgroup mount holds nothing to sweep.
+  EXPECT_EQ(SweepStaleCgroupsEverywhere({}, ::testing::TempDir()).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+// kill(2) from a child pid namespace knows no process outside it: a live zygo there would
+// look dead. Both ways a container shows it (NSpid with two pids through the host's /proc,
+// and its own /proc with one) keep what they find.
+TEST_F(CgroupSweepTest, FromAChildPidNamespaceTheyAreReportedNotRemoved) {
+  if (!InHostPidNamespace()) GTEST_SKIP() << "the control needs the host's pid namespace";
+  const std::string stale = absl::StrCat("zygo-", DeadPid(), "-1");
+  Make(stale);
+  for (bool own_proc : {false, true}) {
+    const std::string out = SweepFromChildPidNamespace(own_proc);
+    EXPECT_THAT(out, StartsWith("1\n")) << "not pid 1 of a new pid namespace";
+    EXPECT_THAT(out, HasSubstr(absl::StrCat(stale,
+                                            " kept this process is in a child pid "
+                                            "namespace (",
+                                            own_proc ? "pid:[" : "NSpid ")))
+        << out;
+    EXPECT_TRUE(Exists(stale));
+  }
+  // Control: the same sweep from the host's pid namespace removes it.
+  std::vector<StaleCgroup> swept = driver_->SweepStale({.remove = true});
+  ASSERT_THAT(Names(swept), ElementsAre(stale));
+  EXPECT_TRUE(swept[0].removed) << swept[0].kept_because;
+  EXPECT_FALSE(Exists(stale));
 }
 
 }  // namespace

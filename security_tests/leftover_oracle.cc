@@ -135,11 +135,11 @@ std::vector<std::string> NetnsHolders(const std::string& netns) {
   return holders;
 }
 
-std::vector<std::string> CgroupsNamed(const std::string& prefix) {
+std::vector<std::string> CgroupsNamed(const std::string& prefix, const std::string& root) {
   std::vector<std::string> found;
   std::error_code ec;
   for (auto it = std::filesystem::recursive_directory_iterator(
-           "/sys/fs/cgroup", std::filesystem::directory_options::skip_permission_denied, ec);
+           root, std::filesystem::directory_options::skip_permission_denied, ec);
        it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
     if (ec) break;
     if (it.depth() > 6) it.disable_recursion_pending();

@@ -42,9 +42,10 @@ std::string NetnsOf(int pid);
 // mount in this mount namespace. Empty once the namespace can be gone.
 std::vector<std::string> NetnsHolders(const std::string& netns);
 
-// Cgroup directories named `prefix`* anywhere under /sys/fs/cgroup (both v1 hierarchies
-// and v2), at any depth the harness's LeftoverCgroups looks.
-std::vector<std::string> CgroupsNamed(const std::string& prefix);
+// Cgroup directories named `prefix`* anywhere under `root` (by default /sys/fs/cgroup: both
+// v1 hierarchies and v2), at any depth the harness's LeftoverCgroups looks.
+std::vector<std::string> CgroupsNamed(const std::string& prefix,
+                                      const std::string& root = "/sys/fs/cgroup");
 
 }  // namespace zygo::testing
 

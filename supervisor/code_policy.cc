@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/base/sys/fs.h"
 
 namespace zygo::supervisor {
 namespace {
@@ -92,19 +93,13 @@ absl::Status CheckSystemDirs(const std::string& code) {
 
 // A home directory holds its owner's keys and tokens (~/.ssh, ~/.aws); a folder inside it
 // is fine. The owner of `code` is asked, so no account list is walked.
-absl::Status CheckOwnersHome(const std::string& code) {
-  struct stat st;
-  if (::stat(code.c_str(), &st) != 0) return absl::OkStatus();
-  struct passwd entry;
-  struct passwd* found = nullptr;
-  std::vector<char> buffer(16384);
-  if (getpwuid_r(st.st_uid, &entry, buffer.data(), buffer.size(), &found) != 0 ||
-      found == nullptr || found->pw_dir == nullptr || found->pw_dir[0] != '/') {
-    return absl::OkStatus();
-  }
-  if (ResolvePolicyPath(found->pw_dir) != code) return absl::OkStatus();
+absl::Status CheckOwnersHome(const CodePolicy& policy, const std::string& code) {
+  absl::StatusOr<struct stat> st = base::sys::Stat(code);
+  if (!st.ok() || !policy.home_of) return absl::OkStatus();
+  std::optional<Home> home = policy.home_of(st->st_uid);
+  if (!home.has_value() || ResolvePolicyPath(home->dir) != code) return absl::OkStatus();
   return Refused(
-      code, absl::StrCat("is the home directory of ", found->pw_name, "; use a folder inside it"));
+      code, absl::StrCat("is the home directory of ", home->owner, "; use a folder inside it"));
 }
 
 absl::Status CheckPrivateDirs(const CodePolicy& policy, const std::string& code) {
@@ -139,6 +134,17 @@ std::string LexicalPath(const std::string& path) {
 
 }  // namespace
 
+std::optional<Home> PasswdHomeOf(uid_t uid) {
+  struct passwd entry;
+  struct passwd* found = nullptr;
+  std::vector<char> buffer(16384);
+  if (getpwuid_r(uid, &entry, buffer.data(), buffer.size(), &found) != 0 || found == nullptr ||
+      found->pw_dir == nullptr || found->pw_dir[0] != '/') {
+    return std::nullopt;
+  }
+  return Home{found->pw_name, found->pw_dir};
+}
+
 absl::Status CheckCodePath(const CodePolicy& policy, const std::string& written,
                            const std::string& resolved) {
   absl::Status allowed = CheckCodeDir(policy, resolved);
@@ -153,7 +159,7 @@ absl::Status CheckCodeDir(const CodePolicy& policy, const std::string& code) {
   }
   absl::Status system = CheckSystemDirs(code);
   if (!system.ok()) return system;
-  absl::Status home = CheckOwnersHome(code);
+  absl::Status home = CheckOwnersHome(policy, code);
   if (!home.ok()) return home;
   for (const std::string& own : policy.own_code_dirs) {
     if (IsInside(code, own)) return absl::OkStatus();
@@ -163,12 +169,16 @@ absl::Status CheckCodeDir(const CodePolicy& policy, const std::string& code) {
   return CheckRoots(policy, code);
 }
 
+std::string AbsolutePath(absl::string_view path) {
+  if (absl::StartsWith(path, "/")) return std::string(path);
+  char cwd[PATH_MAX];
+  std::string dir = getcwd(cwd, sizeof(cwd)) != nullptr ? cwd : "/";
+  if (path.empty() || path == ".") return dir;
+  return absl::StrCat(dir == "/" ? "" : dir, "/", path);
+}
+
 std::string ResolvePolicyPath(absl::string_view path) {
-  std::string absolute(path);
-  if (!absl::StartsWith(absolute, "/")) {
-    char cwd[PATH_MAX];
-    absolute = absl::StrCat(getcwd(cwd, sizeof(cwd)) != nullptr ? cwd : "", "/", path);
-  }
+  std::string absolute = AbsolutePath(path);
   while (absolute.size() > 1 && absl::EndsWith(absolute, "/")) absolute.pop_back();
   char resolved[PATH_MAX];
   if (::realpath(absolute.c_str(), resolved) != nullptr) return resolved;
@@ -178,19 +188,30 @@ std::string ResolvePolicyPath(absl::string_view path) {
   return absl::StrCat(parent == "/" ? "" : parent, absolute.substr(slash));
 }
 
+absl::StatusOr<std::string> ResolveDirectory(const std::string& path) {
+  char resolved[PATH_MAX];
+  if (::realpath(path.c_str(), resolved) == nullptr) {
+    return absl::NotFoundError(absl::StrCat(path, " does not exist"));
+  }
+  absl::StatusOr<struct stat> st = base::sys::Stat(resolved);
+  if (!st.ok() || !S_ISDIR(st->st_mode)) {
+    return absl::FailedPreconditionError(absl::StrCat(resolved, " is not a directory"));
+  }
+  return std::string(resolved);
+}
+
 absl::StatusOr<std::string> ResolveCodeRoot(absl::string_view dir) {
   if (!absl::StartsWith(dir, "/")) {
     return absl::InvalidArgumentError(
         absl::StrCat("--code-root \"", dir, "\": needs an absolute path"));
   }
-  char resolved[PATH_MAX];
-  struct stat st;
-  if (::realpath(std::string(dir).c_str(), resolved) == nullptr || ::stat(resolved, &st) != 0 ||
-      !S_ISDIR(st.st_mode)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--code-root \"", dir, "\": not an existing directory"));
+  absl::StatusOr<std::string> resolved = ResolveDirectory(std::string(dir));
+  if (!resolved.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--code-root \"", dir,
+                                                   "\": not an existing directory (",
+                                                   resolved.status().message(), ")"));
   }
-  return std::string(resolved);
+  return resolved;
 }
 
 absl::Status CheckCodeStillResolves(const std::string& code) {

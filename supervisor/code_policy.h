@@ -5,6 +5,10 @@
 #ifndef ZYGO_SUPERVISOR_CODE_POLICY_H_
 #define ZYGO_SUPERVISOR_CODE_POLICY_H_
 
+#include <sys/types.h>
+
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +28,16 @@ struct PrivateDir {
   bool inside_too = true;
 };
 
+// An account's home directory, as the password database writes it.
+struct Home {
+  std::string owner;  // the account's name, for errors
+  std::string dir;    // absolute; symlinks are resolved when it is compared
+};
+
+// The home of the account `uid` (getpwuid_r), or nullopt when the password database has no
+// such account or gives it no absolute home.
+std::optional<Home> PasswdHomeOf(uid_t uid);
+
 // Every path here is absolute with symlinks resolved (ResolvePolicyPath).
 struct CodePolicy {
   // When not empty, code must be one of these or lie inside one (`zygo serve --code-root`).
@@ -34,6 +48,8 @@ struct CodePolicy {
   // The exception: code the supervisor wrote itself (the state dir's demo/, which holds
   // only the demo handler) may lie inside a private dir and outside the roots.
   std::vector<std::string> own_code_dirs;
+  // Where the owner of a code directory keeps its keys: the one home CheckCodeDir refuses.
+  std::function<std::optional<Home>(uid_t)> home_of = PasswdHomeOf;
 };
 
 // InvalidArgument saying why `code` (absolute, symlinks resolved) may not be a function's
@@ -42,8 +58,9 @@ struct CodePolicy {
 // /home, /lib*, /media, /mnt, /opt, /proc, /root, /run, /sbin, /snap, /srv, /sys, /tmp,
 // /usr and its top-level directories, /var and its top-level directories), which also
 // covers every directory containing one; anything inside /boot, /dev, /etc, /proc, /run,
-// /sys, /var/log or /var/run; the home directory of the account that owns `code`. Reads
-// the filesystem (stat) and the password database.
+// /sys, /var/log or /var/run; the home directory of the account that owns `code`
+// (policy.home_of of its owner's uid). Reads the filesystem (stat) and, by default, the
+// password database.
 absl::Status CheckCodeDir(const CodePolicy& policy, const std::string& code);
 
 // CheckCodeDir of `resolved`, what the absolute path `written` resolves to; when that went
@@ -51,9 +68,18 @@ absl::Status CheckCodeDir(const CodePolicy& policy, const std::string& code);
 absl::Status CheckCodePath(const CodePolicy& policy, const std::string& written,
                            const std::string& resolved);
 
-// `path` made absolute (against the working directory) with symlinks resolved; a path
-// that does not exist yet (a socket dir made later) is resolved as far as it exists.
+// `path` made absolute against the working directory (the working directory itself for
+// "" and "."); nothing is resolved. Reads only the working directory.
+std::string AbsolutePath(absl::string_view path);
+
+// AbsolutePath(`path`) with symlinks resolved; a path that does not exist yet (a socket
+// dir made later) is resolved as far as it exists.
 std::string ResolvePolicyPath(absl::string_view path);
+
+// What the absolute `path` resolves to (symlinks, "." and ".."), when that is an existing
+// directory: NotFound "PATH does not exist", FailedPrecondition "RESOLVED is not a
+// directory" otherwise.
+absl::StatusOr<std::string> ResolveDirectory(const std::string& path);
 
 // A `--code-root DIR` value: an absolute path to an existing directory, resolved.
 // InvalidArgument naming the value otherwise.

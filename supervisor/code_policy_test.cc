@@ -4,6 +4,7 @@
 
 #include <pwd.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -71,18 +72,42 @@ TEST(CodePolicyTest, PrivateDirsRootsAndOwnCode) {
   EXPECT_THAT(WhyRefused(policy, "/srv/zygo/state"), HasSubstr("is the state directory"));
 }
 
-TEST(CodePolicyTest, AHomeDirectoryIsRefusedAndAFolderInsideItIsNot) {
-  const struct passwd* self = getpwuid(geteuid());
-  ASSERT_NE(self, nullptr);
-  const std::string home = ResolvePolicyPath(self->pw_dir);
-  if (!std::filesystem::is_directory(home)) GTEST_SKIP() << "no home directory " << home;
-  // Root's /root is refused as a system directory before its owner is asked.
-  EXPECT_THAT(WhyRefused(CodePolicy{}, home), testing::AnyOf(HasSubstr("is the home directory of"),
-                                                             HasSubstr("is a system directory")));
+// A temporary directory as the home of its owner (the password database is not asked).
+TEST(CodePolicyTest, TheOwnersHomeIsRefusedAndAFolderInsideItIsNot) {
   std::string pattern = absl::StrCat(::testing::TempDir(), "/home-XXXXXX");
   ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-  EXPECT_TRUE(CheckCodeDir(CodePolicy{}, ResolvePolicyPath(pattern)).ok());
-  std::filesystem::remove_all(pattern);
+  const std::string home = ResolvePolicyPath(pattern);
+  ASSERT_EQ(mkdir((home + "/project").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((home + "/elsewhere").c_str(), 0755), 0);
+  std::filesystem::create_symlink(home, home + "/link");
+  // Root gives the directory to another uid: the owner is asked, not the caller.
+  const uid_t owner = geteuid() == 0 && chown(home.c_str(), 4242, -1) == 0 ? 4242 : geteuid();
+  std::string home_as_written = home;
+  CodePolicy policy;
+  policy.home_of = [&](uid_t uid) -> std::optional<Home> {
+    if (uid != owner) return std::nullopt;
+    return Home{"tester", home_as_written};
+  };
+  EXPECT_THAT(WhyRefused(policy, home),
+              HasSubstr(absl::StrCat(home,
+                                     " is the home directory of tester; use a folder "
+                                     "inside it")));
+  home_as_written = home + "/link";  // a home written through a symlink is the same home
+  EXPECT_THAT(WhyRefused(policy, home), HasSubstr(" is the home directory of tester"));
+  // Controls: a folder inside it; the same directory when its owner's home is elsewhere.
+  EXPECT_TRUE(CheckCodeDir(policy, home + "/project").ok());
+  home_as_written = home + "/elsewhere";
+  EXPECT_TRUE(CheckCodeDir(policy, home).ok());
+  std::filesystem::remove_all(home);
+}
+
+TEST(CodePolicyTest, TheDefaultHomeIsThePasswordDatabases) {
+  const struct passwd* self = getpwuid(geteuid());
+  ASSERT_NE(self, nullptr);
+  std::optional<Home> home = CodePolicy{}.home_of(geteuid());
+  ASSERT_TRUE(home.has_value());
+  EXPECT_EQ(home->owner, self->pw_name);
+  EXPECT_EQ(home->dir, self->pw_dir);
 }
 
 TEST(CodePolicyTest, PathsAndRootsResolve) {
@@ -92,6 +117,9 @@ TEST(CodePolicyTest, PathsAndRootsResolve) {
   std::filesystem::create_symlink(dir, dir + "/link");
   EXPECT_EQ(ResolvePolicyPath(dir + "/link"), dir);
   EXPECT_EQ(ResolvePolicyPath(dir + "/link/not/yet"), dir + "/not/yet");
+  EXPECT_EQ(AbsolutePath(dir), dir);
+  EXPECT_EQ(AbsolutePath("."), std::filesystem::current_path().string());
+  EXPECT_EQ(AbsolutePath("a/b"), std::filesystem::current_path().string() + "/a/b");
   EXPECT_EQ(*ResolveCodeRoot(dir + "/link/"), dir);
   EXPECT_THAT(ResolveCodeRoot("relative").status().message(), HasSubstr("needs an absolute path"));
   EXPECT_THAT(ResolveCodeRoot(dir + "/missing").status().message(),

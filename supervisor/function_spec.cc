@@ -2,11 +2,8 @@
 // throw) and checks every field, reporting the first problem with its file, line and field.
 #include "supervisor/function_spec.h"
 
-#include <limits.h>
-#include <stdlib.h>
 #include <sys/stat.h>
 #include <toml++/toml.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <map>
@@ -117,13 +114,6 @@ bool IsZeroDuration(absl::string_view text) {
   while (i < text.size() && (text[i] == '0' || text[i] == '.')) zero_seen |= text[i++] == '0';
   absl::string_view unit = text.substr(i);
   return zero_seen && (unit.empty() || unit == "ms" || unit == "s" || unit == "m" || unit == "h");
-}
-
-std::string AbsolutePath(absl::string_view path) {
-  if (absl::StartsWith(path, "/")) return std::string(path);
-  char cwd[PATH_MAX];
-  std::string dir = getcwd(cwd, sizeof(cwd)) != nullptr ? cwd : "/";
-  return path.empty() || path == "." ? dir : absl::StrCat(dir, "/", path);
 }
 
 bool IsDirectory(const std::string& path) {
@@ -292,19 +282,16 @@ class SpecParser {
     if (code.empty()) return Error(line, "code", "is empty (use \".\" for the spec's directory)");
     std::string joined =
         absl::StartsWith(code, "/") ? code : absl::StrCat(spec_.base_dir, "/", code);
-    char resolved[PATH_MAX];
-    if (::realpath(joined.c_str(), resolved) == nullptr) {
-      return Error(line, "code", absl::StrCat(Quote(code), ": ", joined, " does not exist"));
-    }
-    if (!IsDirectory(resolved)) {
-      return Error(line, "code", absl::StrCat(Quote(code), ": ", resolved, " is not a directory"));
+    absl::StatusOr<std::string> resolved = ResolveDirectory(joined);
+    if (!resolved.ok()) {
+      return Error(line, "code", absl::StrCat(Quote(code), ": ", resolved.status().message()));
     }
     // After resolving: a symlink to / is /.
-    absl::Status allowed = CheckCodePath(code_policy_, joined, resolved);
+    absl::Status allowed = CheckCodePath(code_policy_, joined, *resolved);
     if (!allowed.ok()) {
       return Error(line, "code", absl::StrCat(Quote(code), ": ", allowed.message()));
     }
-    spec_.code = resolved;
+    spec_.code = *resolved;
     return absl::OkStatus();
   }
 

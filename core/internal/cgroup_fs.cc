@@ -1,6 +1,7 @@
 // Reading and writing cgroupfs files for both cgroup drivers, through core/base/sys/fs.h.
 #include "core/internal/cgroup_fs.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -109,6 +110,18 @@ bool PathExists(const std::string& path) { return sys::Stat(path).ok(); }
 bool IsDirectory(const std::string& path) {
   absl::StatusOr<struct stat> st = sys::Stat(path);
   return st.ok() && S_ISDIR(st->st_mode);
+}
+
+std::vector<std::string> Subdirectories(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* handle = opendir(dir.c_str());
+  if (handle == nullptr) return names;
+  while (struct dirent* entry = readdir(handle)) {
+    const absl::string_view name = entry->d_name;
+    if (entry->d_type == DT_DIR && name != "." && name != "..") names.emplace_back(name);
+  }
+  closedir(handle);
+  return names;
 }
 
 // ---- control files

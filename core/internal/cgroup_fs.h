@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -45,6 +46,10 @@ std::string CgroupDir(const std::string& mount, const std::string& cgroup_path);
 
 bool PathExists(const std::string& path);
 bool IsDirectory(const std::string& path);
+
+// The names of `dir`'s subdirectories (symlinks not followed): on cgroupfs, exactly its
+// child cgroups. Empty when `dir` cannot be read.
+std::vector<std::string> Subdirectories(const std::string& dir);
 
 // ---- control files
 

@@ -3,12 +3,11 @@
 // deepest first.
 #include "core/internal/cgroup_sweep.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <unistd.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
@@ -20,6 +19,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "core/base/sys/fs.h"
 #include "core/internal/cgroup_fs.h"
@@ -47,37 +48,56 @@ bool IsNestedName(absl::string_view name, pid_t owner) {
   return ZygoCgroupOwner(name, word) == owner;
 }
 
+// Answers for this process's pid namespace only (kill(2)); see ChildPidNamespace.
 bool IsAlive(pid_t pid) { return kill(pid, 0) == 0 || errno != ESRCH; }
 
-// The names of `dir`'s subdirectories: on cgroupfs, exactly its child cgroups.
-std::vector<std::string> Subdirectories(const std::string& dir) {
-  std::vector<std::string> names;
-  DIR* handle = opendir(dir.c_str());
-  if (handle == nullptr) return names;
-  while (struct dirent* entry = readdir(handle)) {
-    const absl::string_view name = entry->d_name;
-    if (entry->d_type == DT_DIR && name != "." && name != "..") names.emplace_back(name);
+// PROC_PID_INIT_INO (include/linux/proc_ns.h): the initial pid namespace's inode, fixed
+// since Linux 3.8.
+constexpr ino_t kInitialPidNamespace = 0xEFFFFFFC;
+
+// Why a cgroup's owner pid cannot be judged from here, or "" when it can. From a child pid
+// namespace (a container that shares the host's cgroup tree) kill(2) knows no zygo outside
+// it, so each of them looks dead. NSpid lists a pid per namespace from /proc's own inwards;
+// a container that mounted its own /proc shows one, so the namespace's inode is asked too.
+std::string ChildPidNamespace() {
+  std::string seen;
+  absl::StatusOr<std::string> read = sys::ReadFile("/proc/self/status");
+  const std::string status = read.ok() ? *std::move(read) : "";
+  for (absl::string_view line : absl::StrSplit(status, '\n')) {
+    if (!absl::ConsumePrefix(&line, "NSpid:")) continue;
+    std::vector<absl::string_view> pids =
+        absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+    if (pids.size() > 1) seen = absl::StrCat("NSpid ", absl::StrJoin(pids, " "));
   }
-  closedir(handle);
-  return names;
+  absl::StatusOr<struct stat> ns = sys::Stat("/proc/self/ns/pid");
+  if (seen.empty() && ns.ok() && ns->st_ino != kInitialPidNamespace) {
+    seen = absl::StrCat("pid:[", ns->st_ino, "]");
+  }
+  if (seen.empty()) return "";
+  return absl::StrCat("this process is in a child pid namespace (", seen,
+                      "), where a zygo outside it looks dead while it runs; remove them from "
+                      "the host's pid namespace");
 }
 
-// One directory of a stale cgroup: itself and the cgroups nested in it, deepest first.
+// One directory of a stale cgroup: itself and the cgroups nested in it, deepest first
+// (so itself last).
 struct StaleDir {
   std::vector<std::string> tree;
   std::vector<std::string> nested_names;
-  std::string foreign;  // the first subdirectory that is no cgroup of its owner's
 };
 
-void ListNested(const std::string& dir, pid_t owner, int depth, StaleDir* found) {
+// Fills `found` with `dir` and the cgroups `owner` nested in it; `foreign` gets the first
+// subdirectory that is none of them, when it has none yet.
+void ListNested(const std::string& dir, pid_t owner, int depth, StaleDir* found,
+                std::string* foreign) {
   for (const std::string& name : Subdirectories(dir)) {
     const std::string path = absl::StrCat(dir, "/", name);
     if (!IsNestedName(name, owner) || depth >= kMaxNestedDepth) {
-      if (found->foreign.empty()) found->foreign = path;
+      if (foreign->empty()) *foreign = path;
       continue;
     }
     found->nested_names.push_back(name);
-    ListNested(path, owner, depth + 1, found);
+    ListNested(path, owner, depth + 1, found, foreign);
   }
   found->tree.push_back(dir);
 }
@@ -85,6 +105,7 @@ void ListNested(const std::string& dir, pid_t owner, int depth, StaleDir* found)
 struct Group {
   StaleCgroup cgroup;
   std::vector<StaleDir> dirs;
+  std::string foreign;  // the first directory in it that is no cgroup of its owner's, or ""
 };
 
 // Looks through `dir`'s children (and with `walk` their subtrees) for stale cgroups. A
@@ -100,49 +121,44 @@ void Scan(const std::string& dir, const std::string& prefix, bool walk, int dept
       if (walk && depth < kMaxWalkDepth) Scan(path, prefix, walk, depth + 1, budget, groups);
       continue;
     }
-    if (*owner == getpid() || IsAlive(*owner)) continue;
+    if (IsAlive(*owner)) continue;  // this process's own too
     Group& group = (*groups)[name];
     group.cgroup.name = name;
     group.cgroup.owner = *owner;
     group.cgroup.dirs.push_back(path);
     StaleDir found;
-    ListNested(path, *owner, 0, &found);
+    ListNested(path, *owner, 0, &found, &group.foreign);
     group.dirs.push_back(std::move(found));
   }
 }
 
-// Its own processes, or (v2's cgroup.events) any below it, in any pid namespace.
-bool HasMembers(const std::string& dir) {
-  absl::StatusOr<std::string> procs = sys::ReadFile(absl::StrCat(dir, "/cgroup.procs"));
-  if (procs.ok() && !absl::StripAsciiWhitespace(*procs).empty()) return true;
-  absl::StatusOr<std::string> events = sys::ReadFile(absl::StrCat(dir, "/cgroup.events"));
-  return events.ok() && absl::StrContains(*events, "populated 1");
-}
-
-// The first directory of the group that has processes, or "".
-std::string BusyDir(const Group& group) {
+// The first directory of the group that has processes, or "". v2: its top directory's
+// cgroup.events, whose "populated" counts the whole subtree (in any pid namespace). v1 has
+// no such file: each directory's own cgroup.procs.
+std::string BusyDir(const Group& group, CgroupVersion version) {
   for (const StaleDir& dir : group.dirs) {
+    if (version == CgroupVersion::kV2) {
+      const std::string& top = dir.tree.back();
+      absl::StatusOr<std::string> events = sys::ReadFile(absl::StrCat(top, "/cgroup.events"));
+      if (events.ok() && absl::StrContains(*events, "populated 1")) return top;
+      continue;
+    }
     for (const std::string& path : dir.tree) {
-      if (HasMembers(path)) return path;
+      absl::StatusOr<std::string> procs = sys::ReadFile(absl::StrCat(path, "/cgroup.procs"));
+      if (procs.ok() && !absl::StripAsciiWhitespace(*procs).empty()) return path;
     }
   }
   return "";
 }
 
-std::string Foreign(const Group& group) {
-  for (const StaleDir& dir : group.dirs) {
-    if (!dir.foreign.empty()) return dir.foreign;
-  }
-  return "";
-}
-
 // Waits until no group that could be removed has processes, or the deadline.
-void WaitForMembers(const std::map<std::string, Group>& groups, absl::Duration wait) {
+void WaitForMembers(const std::map<std::string, Group>& groups, CgroupVersion version,
+                    absl::Duration wait) {
   const auto deadline = std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(wait);
   for (;;) {
     bool busy = false;
     for (const auto& [name, group] : groups) {
-      busy = busy || (Foreign(group).empty() && !BusyDir(group).empty());
+      busy = busy || (group.foreign.empty() && !BusyDir(group, version).empty());
     }
     if (!busy || std::chrono::steady_clock::now() >= deadline) return;
     std::this_thread::sleep_for(kMemberPoll);
@@ -150,12 +166,13 @@ void WaitForMembers(const std::map<std::string, Group>& groups, absl::Duration w
 }
 
 // Deepest first; the first failure keeps the rest (a parent cannot go before its children).
-void Remove(Group* group) {
-  if (std::string foreign = Foreign(*group); !foreign.empty()) {
-    group->cgroup.kept_because = absl::StrCat("it holds ", foreign, ", which Zygo did not name");
+void Remove(Group* group, CgroupVersion version) {
+  if (!group->foreign.empty()) {
+    group->cgroup.kept_because =
+        absl::StrCat("it holds ", group->foreign, ", which Zygo did not name");
     return;
   }
-  if (std::string busy = BusyDir(*group); !busy.empty()) {
+  if (std::string busy = BusyDir(*group, version); !busy.empty()) {
     group->cgroup.kept_because = absl::StrCat("processes are still in ", busy);
     return;
   }
@@ -190,7 +207,8 @@ std::optional<pid_t> ZygoCgroupOwner(absl::string_view name, absl::string_view p
   return static_cast<pid_t>(pid);
 }
 
-std::vector<StaleCgroup> SweepStaleCgroups(const std::vector<SweepHierarchy>& hierarchies,
+std::vector<StaleCgroup> SweepStaleCgroups(CgroupVersion version,
+                                           const std::vector<SweepHierarchy>& hierarchies,
                                            const std::string& prefix,
                                            const StaleSweepOptions& options) {
   std::set<std::string> seen;
@@ -203,8 +221,10 @@ std::vector<StaleCgroup> SweepStaleCgroups(const std::vector<SweepHierarchy>& hi
     if (!seen.insert(start).second) continue;
     Scan(start, prefix, options.everywhere, 0, &budget, &groups);
   }
-  if (options.remove && options.wait_for_members > absl::ZeroDuration()) {
-    WaitForMembers(groups, options.wait_for_members);
+  // Found, but not removed: their owners may be alive.
+  const std::string cannot_judge = options.remove ? ChildPidNamespace() : "";
+  if (options.remove && cannot_judge.empty() && options.wait_for_members > absl::ZeroDuration()) {
+    WaitForMembers(groups, version, options.wait_for_members);
   }
   std::vector<StaleCgroup> stale;
   for (auto& [name, group] : groups) {
@@ -213,7 +233,11 @@ std::vector<StaleCgroup> SweepStaleCgroups(const std::vector<SweepHierarchy>& hi
       nested.insert(dir.nested_names.begin(), dir.nested_names.end());
     }
     group.cgroup.nested = static_cast<int>(nested.size());
-    if (options.remove) Remove(&group);
+    if (!cannot_judge.empty()) {
+      group.cgroup.kept_because = cannot_judge;
+    } else if (options.remove) {
+      Remove(&group, version);
+    }
     stale.push_back(std::move(group.cgroup));
   }
   return stale;

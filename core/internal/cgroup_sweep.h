@@ -25,10 +25,11 @@ struct SweepHierarchy {
 // for any other name.
 std::optional<pid_t> ZygoCgroupOwner(absl::string_view name, absl::string_view prefix);
 
-// CgroupDriver::SweepStale over `hierarchies` (a directory two of them share, co-mounted
-// controllers, is looked at once). The directories of one cgroup in several hierarchies
-// have one name and are reported, and removed or kept, together.
-std::vector<StaleCgroup> SweepStaleCgroups(const std::vector<SweepHierarchy>& hierarchies,
+// CgroupDriver::SweepStale over `hierarchies` of cgroup `version` (a directory two of them
+// share, co-mounted controllers, is looked at once). The directories of one cgroup in
+// several hierarchies have one name and are reported, and removed or kept, together.
+std::vector<StaleCgroup> SweepStaleCgroups(CgroupVersion version,
+                                           const std::vector<SweepHierarchy>& hierarchies,
                                            const std::string& prefix,
                                            const StaleSweepOptions& options);
 

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 
@@ -337,6 +338,20 @@ absl::StatusOr<std::vector<V1Membership>> ParseV1SelfCgroup(absl::string_view co
   return memberships;
 }
 
+std::vector<std::string> V1ControllerMounts(const std::string& mount_root) {
+  std::vector<std::string> mounts;
+  for (const std::string& name : Subdirectories(mount_root)) {
+    bool used = false;
+    for (absl::string_view controller : absl::StrSplit(name, ',')) {
+      for (const char* wanted : {"memory", "pids", "cpu", "cpuacct"}) used |= controller == wanted;
+    }
+    const std::string dir = absl::StrCat(mount_root, "/", name);
+    if (used && IsV1HierarchyRoot(dir)) mounts.push_back(dir);
+  }
+  std::sort(mounts.begin(), mounts.end());
+  return mounts;
+}
+
 absl::StatusOr<V1Layout> ResolveV1Layout(const CgroupProbeOptions& options) {
   ZYGO_ASSIGN_OR_RETURN(std::string self, ReadFile(options.self_cgroup_file));
   ZYGO_ASSIGN_OR_RETURN(std::vector<V1Membership> memberships, ParseV1SelfCgroup(self));
@@ -372,7 +387,7 @@ std::vector<StaleCgroup> CgroupV1Driver::SweepStale(const StaleSweepOptions& opt
   if (layout_.cpuacct.has_value()) {
     hierarchies.push_back({layout_.cpuacct->parent_dir, layout_.cpuacct->mount_dir});
   }
-  return SweepStaleCgroups(hierarchies, name_prefix_, options);
+  return SweepStaleCgroups(CgroupVersion::kV1, hierarchies, name_prefix_, options);
 }
 
 absl::StatusOr<std::unique_ptr<Cgroup>> CgroupV1Driver::Create(const CgroupLimits& limits) {

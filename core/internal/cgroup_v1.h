@@ -47,6 +47,13 @@ struct V1Layout {
 // FailedPrecondition naming each missing controller. Reads only; parent side.
 absl::StatusOr<V1Layout> ResolveV1Layout(const CgroupProbeOptions& options);
 
+// The v1 hierarchies below `mount_root` that hold memory, pids, cpu or cpuacct: each
+// directory "<root>/<controller[,controller]>" with cgroup.procs and without
+// cgroup.controllers (the symlinks beside them, such as cpu -> cpu,cpuacct, name the same
+// ones). Unlike ResolveV1Layout it asks nothing about the caller's own cgroups. Reads only;
+// parent side.
+std::vector<std::string> V1ControllerMounts(const std::string& mount_root);
+
 class CgroupV1Driver : public CgroupDriver {
  public:
   // `name_prefix` must not contain '/'.

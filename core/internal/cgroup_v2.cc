@@ -272,7 +272,7 @@ CgroupV2Driver::CgroupV2Driver(std::string parent_dir, std::string name_prefix,
       mount_root_(std::move(mount_root)) {}
 
 std::vector<StaleCgroup> CgroupV2Driver::SweepStale(const StaleSweepOptions& options) {
-  return SweepStaleCgroups({{parent_dir_, mount_root_}}, name_prefix_, options);
+  return SweepStaleCgroups(CgroupVersion::kV2, {{parent_dir_, mount_root_}}, name_prefix_, options);
 }
 
 absl::StatusOr<std::unique_ptr<Cgroup>> CgroupV2Driver::Create(const CgroupLimits& limits) {
