@@ -214,19 +214,4 @@ absl::StatusOr<std::string> ResolveCodeRoot(absl::string_view dir) {
   return resolved;
 }
 
-absl::Status CheckCodeStillResolves(const std::string& code) {
-  char resolved[PATH_MAX];
-  if (::realpath(code.c_str(), resolved) == nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("its code directory ", code, " no longer exists"));
-  }
-  if (code != resolved) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("its code directory ", code, " now resolves to ", resolved,
-                     " (a part of the path was replaced by a symlink since it was registered); "
-                     "register the function again"));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace zygo::supervisor

@@ -85,11 +85,6 @@ absl::StatusOr<std::string> ResolveDirectory(const std::string& path);
 // InvalidArgument naming the value otherwise.
 absl::StatusOr<std::string> ResolveCodeRoot(absl::string_view dir);
 
-// FailedPrecondition when `code` (as registered, so already resolved) no longer resolves
-// to itself: it is gone, or a component was swapped for a symlink since. A warm-up asks
-// before it binds the directory again.
-absl::Status CheckCodeStillResolves(const std::string& code);
-
 }  // namespace zygo::supervisor
 
 #endif  // ZYGO_SUPERVISOR_CODE_POLICY_H_
