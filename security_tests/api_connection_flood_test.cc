@@ -166,8 +166,17 @@ class Flood {
       if (fd >= 0) SendAll(fd, kPartialHead);
       fds.push_back(fd);
     }
-    // The supervisor answers a refused one at once; a moment lets the last ones arrive.
-    std::this_thread::sleep_for(milliseconds(500));
+    // The supervisor answers a refused one at once, but its loop may still be accepting
+    // the flood (a slow host, an emulated one): wait until the number still open stops
+    // changing for half a second (at most 30 s), then count.
+    int open_before = -1;
+    for (int waited = 0; waited < 60; ++waited) {
+      std::this_thread::sleep_for(milliseconds(500));
+      int open_now = 0;
+      for (int fd : fds) open_now += fd >= 0 && StillOpen(fd) ? 1 : 0;
+      if (open_now == open_before) break;
+      open_before = open_now;
+    }
     for (int fd : fds) {
       if (fd < 0) {
         ++count.other;
