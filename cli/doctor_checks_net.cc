@@ -132,9 +132,10 @@ DoctorCheck JudgeTun(const absl::StatusOr<ChildOutcome>& outcome) {
           ? absl::StrCat("open(/dev/net/tun, O_RDWR): ", base::ErrnoName(outcome->report.err))
           : absl::StrCat("ioctl(TUNSETIFF, a tap device) in a network namespace of its own: ",
                          base::ErrnoName(outcome->report.err));
-  check.fix = geteuid() == 0 ? "load the tun module (modprobe tun)"
-                             : "pasta needs /dev/net/tun readable and writable by this user "
-                               "(crw-rw-rw-, as most distributions ship it)";
+  check.fix = !outcome.ok()    ? "see the user namespaces line"
+              : geteuid() == 0 ? "load the tun module (modprobe tun)"
+                               : "pasta needs /dev/net/tun readable and writable by this user "
+                                 "(crw-rw-rw-, as most distributions ship it)";
   return check;
 }
 
@@ -162,7 +163,7 @@ std::vector<DoctorCheck> CheckNetwork() {
       check->status = CheckStatus::kMissing;
       check->detail = !helper.ok() ? std::string(helper.status().message())
                                    : absl::StrCat("not tried: ", outcome.status().message());
-      if (!helper.ok()) check->fix = "install zygo-net beside zygo";
+      check->fix = !helper.ok() ? "install zygo-net beside zygo" : "see the user namespaces line";
     }
     return {tun, nftables, pasta};
   }
@@ -174,6 +175,7 @@ std::vector<DoctorCheck> CheckNetwork() {
         "(modprobe nf_tables)";
     pasta.status = CheckStatus::kMissing;
     pasta.detail = "not started: a sandbox's firewall is installed before pasta, and it failed";
+    pasta.fix = "see the nftables line";
     return {tun, nftables, pasta};
   }
   nftables.detail =

@@ -86,12 +86,11 @@ void SeccompBody(const void* arg, ChildReport* report) {
     *report = {1, errno};
     return;
   }
-  // Controls, before any filter: the kernel itself refuses clone3 without arguments with
-  // EINVAL, and setns on a bad fd with EBADF.
-  long clone3_before = RawResult(syscall(SYS_clone3, nullptr, 0));
+  // Control, before this filter: the kernel itself refuses setns on a bad fd with EBADF
+  // (a filter already in place, a container's, may refuse it first).
   long setns_before = RawResult(syscall(SYS_setns, -1, 0));
-  if (clone3_before != -EINVAL || setns_before != -EBADF) {
-    *report = {2, static_cast<int32_t>(clone3_before != -EINVAL ? -clone3_before : -setns_before)};
+  if (setns_before != -EBADF) {
+    *report = {2, static_cast<int32_t>(-setns_before)};
     return;
   }
   int listener = -1;
@@ -280,7 +279,8 @@ DoctorCheck CheckSeccomp() {
   static const char* const kSteps[] = {
       "",
       "prctl(PR_SET_NO_NEW_PRIVS)",
-      "the control calls did not fail as the kernel does without a filter",
+      "the control setns(-1) did not fail with EBADF before the filter (a filter already "
+      "refuses it)",
       "installing the sandbox's filter (seccomp(SECCOMP_SET_MODE_FILTER))",
       "clone3 was not refused with ENOSYS under the filter",
       "setns was not refused with EPERM under the filter"};
@@ -290,9 +290,11 @@ DoctorCheck CheckSeccomp() {
                    : !outcome->reported
                        ? absl::StrCat("the child died: ", DescribeWaitStatus(outcome->wait_status))
                        : Failed(kSteps[outcome->report.step], outcome->report.err);
-    check.fix =
-        "a kernel with CONFIG_SECCOMP_FILTER; in a container, one whose own seccomp "
-        "profile allows seccomp(2)";
+    check.fix = outcome.ok() && outcome->reported && outcome->report.step == 2
+                    ? "a seccomp filter is already in place (a container's profile, or a "
+                      "sandbox): run zygo where setns, clone3 and seccomp(2) are allowed"
+                    : "a kernel with CONFIG_SECCOMP_FILTER; in a container, one whose own "
+                      "seccomp profile allows seccomp(2)";
     return check;
   }
   const bool listener = outcome->report.value != 0;
@@ -326,7 +328,8 @@ DoctorCheck CheckLandlock() {
   static const char* const kSteps[] = {
       "",
       "prctl(PR_SET_NO_NEW_PRIVS)",
-      "the control open(/proc/self/comm, O_WRONLY) failed before any ruleset",
+      "the control open(/proc/self/comm, O_WRONLY) was refused before the sandbox's ruleset "
+      "(one already in place?)",
       "applying the sandbox's ruleset (landlock_restrict_self)",
       "open(/proc/self/comm, O_WRONLY) was not refused with EACCES under the ruleset",
       "open(/dev/null, O_WRONLY) was refused under the ruleset",

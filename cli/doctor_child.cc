@@ -7,12 +7,17 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/base/errno_status.h"
 #include "core/base/status_macros.h"
 #include "core/base/sys/process.h"
@@ -71,6 +76,22 @@ bool ReadReport(int fd, ChildReport* report, std::chrono::steady_clock::time_poi
   return true;
 }
 
+long RawResult(long rc) { return rc < 0 ? -errno : rc; }
+
+// "CLONE_NEWUSER|CLONE_NEWNET", for errors.
+std::string CloneFlagNames(uint64_t flags) {
+  static const std::pair<uint64_t, const char*> kNames[] = {
+      {CLONE_NEWUSER, "CLONE_NEWUSER"},     {CLONE_NEWPID, "CLONE_NEWPID"},
+      {CLONE_NEWNS, "CLONE_NEWNS"},         {CLONE_NEWNET, "CLONE_NEWNET"},
+      {CLONE_NEWIPC, "CLONE_NEWIPC"},       {CLONE_NEWUTS, "CLONE_NEWUTS"},
+      {CLONE_NEWCGROUP, "CLONE_NEWCGROUP"}, {CLONE_INTO_CGROUP, "CLONE_INTO_CGROUP"}};
+  std::vector<std::string> names;
+  for (const auto& [flag, name] : kNames) {
+    if ((flags & flag) != 0) names.push_back(name);
+  }
+  return names.empty() ? "no namespaces" : absl::StrJoin(names, "|");
+}
+
 int Reap(pid_t pid) {
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
@@ -92,6 +113,14 @@ absl::StatusOr<ChildOutcome> RunChildAttempt(const ChildAttempt& attempt) {
   }
   args.exit_signal = SIGCHLD;
   long pid = base::sys::RawClone3(&args);
+  const char* call = "clone3";
+  if (pid == -ENOSYS && attempt.cgroup_fd < 0) {
+    // No clone3 (a container's seccomp profile, Linux < 5.3): clone does the rest. zygo
+    // run itself needs clone3, which the sandbox line shows; these lines show the rest.
+    call = "clone";
+    pid = RawResult(
+        syscall(SYS_clone, attempt.clone_flags | SIGCHLD, nullptr, nullptr, nullptr, nullptr));
+  }
   if (pid == 0) {
     // Closed so that the parent's end is the only writer: its exit is the child's EOF.
     close(go_write.Release());
@@ -100,7 +129,7 @@ absl::StatusOr<ChildOutcome> RunChildAttempt(const ChildAttempt& attempt) {
   }
   if (pid < 0) {
     return base::ErrnoStatus(static_cast<int>(-pid),
-                             absl::StrCat("clone3(flags 0x", absl::Hex(args.flags), ")"));
+                             absl::StrCat(call, "(", CloneFlagNames(args.flags), ")"));
   }
   const pid_t child = static_cast<pid_t>(pid);
   go_read.Reset();
