@@ -53,6 +53,7 @@ nlohmann::json ChecksToJson(const std::vector<DoctorCheck>& checks) {
                     {"needed_for", check.needed_for},
                     {"detail", check.detail},
                     {"fix", check.fix},
+                    {"ms", check.ms},
                     {"facts", check.facts}});
   }
   const bool can_work = RunCanWork(checks);

@@ -31,6 +31,7 @@ struct DoctorCheck {
   std::string detail;
   std::string fix;                                  // empty unless missing
   nlohmann::json facts = nlohmann::json::object();  // what the attempt saw, per check
+  double ms = 0;  // how long the attempt took (lines of one attempt share it)
 };
 
 // "label            ok   detail" (and "; fix: ..." when there is one), no newline.
@@ -38,7 +39,7 @@ std::string FormatCheckLine(const DoctorCheck& check);
 
 // The stable --json document (schema in docs/zygo-run.md#zygo-doctor):
 // {"schema": 1, "zygo_run_can_work": B, "exit_code": N, "checks": [{"id", "label",
-//  "status", "needed", "needed_for", "detail", "fix", "facts"}, ...]}.
+//  "status", "needed", "needed_for", "detail", "fix", "ms", "facts"}, ...]}.
 nlohmann::json ChecksToJson(const std::vector<DoctorCheck>& checks);
 
 // True when every needed check is ok: `zygo run` can work here.

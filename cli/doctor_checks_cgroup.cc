@@ -39,9 +39,23 @@ constexpr size_t kTouchBytes = 8 << 20;
 constexpr int kMaxForks = 32;
 
 // Steps of the child's report.
-enum LimitsStep : int32_t { kLimitsOk = 0, kReadCgroup = 1, kTouchMemory = 2 };
+enum LimitsStep : int32_t { kLimitsOk = 0, kReadCgroup = 1, kTouchMemory = 2, kJoin = 3 };
 
-void LimitsBody(const void*, ChildReport* report) {
+// v1: the cgroup's tasks files, open for writing, which the child joins by writing "0"
+// (as a run's sandbox does: the kernel then moves the writing thread itself). -1 ends it.
+struct LimitsArgs {
+  int join_fds[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
+};
+
+void LimitsBody(const void* arg, ChildReport* report) {
+  const LimitsArgs& args = *static_cast<const LimitsArgs*>(arg);
+  for (int i = 0; i < 8 && args.join_fds[i] >= 0; ++i) {
+    if (write(args.join_fds[i], "0", 1) != 1) {
+      report->step = kJoin;
+      report->err = errno;
+      return;
+    }
+  }
   int fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
   ssize_t n = fd < 0 ? -1 : read(fd, report->text, sizeof(report->text) - 1);
   if (fd >= 0) close(fd);
@@ -125,6 +139,10 @@ std::string JudgeLimitsChild(const ChildOutcome& outcome, const core::Cgroup& cg
     return absl::StrCat("the child could not read /proc/self/cgroup: ", strerror(report.err));
   }
   if (report.step == kTouchMemory) return absl::StrCat("mmap(8 MiB): ", strerror(report.err));
+  if (report.step == kJoin) {
+    return absl::StrCat("the child could not join it (write(tasks, \"0\")): ",
+                        strerror(report.err));
+  }
   if (!ChildWasInside(cgroup.paths(), report.text)) {
     return absl::StrCat("the child was not in it: its /proc/self/cgroup says ",
                         absl::StrJoin(absl::StrSplit(report.text, '\n', absl::SkipEmpty()), " "));
@@ -161,12 +179,20 @@ DoctorCheck CheckLimits(bool allow_unlimited) {
   const std::vector<std::string> paths = (*cgroup)->paths();
   check.facts["paths"] = paths;
   ChildAttempt attempt;
+  LimitsArgs args;
   attempt.cgroup_fd = (*cgroup)->clone_into_fd();
-  // v1 cannot clone into a cgroup: the parent moves the child in before it goes.
   if (attempt.cgroup_fd < 0) {
-    attempt.before_go = [&](pid_t pid) { return (*cgroup)->AttachFromParent(pid); };
+    // v1 cannot clone into a cgroup: the child joins it first thing, as a run's does.
+    absl::StatusOr<std::vector<int>> join = (*cgroup)->SelfJoinFiles();
+    if (!join.ok() || join->size() > 7) {
+      (*cgroup)->Destroy().IgnoreError();
+      return missing(absl::StrCat("cgroup ", (*driver)->name(), ": its tasks files: ",
+                                  join.ok() ? "too many hierarchies" : join.status().message()));
+    }
+    for (size_t i = 0; i < join->size(); ++i) args.join_fds[i] = (*join)[i];
   }
   attempt.body = LimitsBody;
+  attempt.arg = &args;
   absl::StatusOr<ChildOutcome> outcome = RunChildAttempt(attempt);
   absl::StatusOr<core::CgroupUsage> usage = (*cgroup)->ReadUsage();
   (*cgroup)->KillAll().IgnoreError();
@@ -187,14 +213,16 @@ DoctorCheck CheckLimits(bool allow_unlimited) {
         absl::StrCat("cgroup ", (*driver)->name(),
                      ": the attempt worked but its cgroup was not removed: ", destroyed.message()));
   }
-  check.facts["pids_refused_at"] = kPidsMax + 0;
+  check.facts["pids_max"] = kPidsMax + 0;
+  check.facts["forks_allowed"] = outcome->report.value;
   check.facts["memory_peak_bytes"] = usage.ok() ? usage->memory_peak_bytes : 0;
   check.facts["placement"] = Placement(paths);
-  check.detail = absl::StrCat(
-      "cgroup ", (*driver)->name(), ", ", Placement(paths),
-      ": limits written (memory 64 MiB, pids ", kPidsMax, ", cpus 0.5), a child ",
-      attempt.cgroup_fd >= 0 ? "born in it (CLONE_INTO_CGROUP)" : "moved in before it ran",
-      " found itself there and was refused its process ", kPidsMax + 1, "; removed");
+  check.detail =
+      absl::StrCat("cgroup ", (*driver)->name(), ", ", Placement(paths),
+                   ": limits written (memory 64 MiB, pids ", kPidsMax, ", cpus 0.5), a child ",
+                   attempt.cgroup_fd >= 0 ? "born in it (CLONE_INTO_CGROUP)"
+                                          : "that joined it itself (its tasks files)",
+                   " found itself there and was refused its process ", kPidsMax + 1, "; removed");
   return check;
 }
 

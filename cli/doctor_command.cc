@@ -120,8 +120,7 @@ int DoctorCommand(int argc, char** argv) {
     double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     for (DoctorCheck& check : done) {
-      // The attempt's time: lines from one attempt (tun, nftables, pasta) share it.
-      check.facts["ms"] = ms;
+      check.ms = ms;
       if (!flags.json) {
         printf("%s\n", FormatCheckLine(check).c_str());
         fflush(stdout);
