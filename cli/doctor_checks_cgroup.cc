@@ -155,6 +155,60 @@ std::string JudgeLimitsChild(const ChildOutcome& outcome, const core::Cgroup& cg
   return "";
 }
 
+// The attempt in a cgroup made for it: a child placed there the way a run places its
+// sandbox, then the cgroup removed. `failure` is "" when everything held.
+struct Trial {
+  std::string failure;
+  bool born_inside = false;  // v2: CLONE_INTO_CGROUP; v1: it wrote its tasks files
+  int64_t forks_allowed = 0;
+  int64_t memory_peak_bytes = 0;
+};
+
+Trial TryCgroup(core::Cgroup& cgroup) {
+  Trial trial;
+  ChildAttempt attempt;
+  LimitsArgs args;
+  attempt.cgroup_fd = cgroup.clone_into_fd();
+  trial.born_inside = attempt.cgroup_fd >= 0;
+  if (!trial.born_inside) {
+    // v1 cannot clone into a cgroup: the child joins it first thing, as a run's does.
+    absl::StatusOr<std::vector<int>> join = cgroup.SelfJoinFiles();
+    if (!join.ok() || join->size() > 7) {
+      cgroup.Destroy().IgnoreError();
+      trial.failure = absl::StrCat("its tasks files: ",
+                                   join.ok() ? "too many hierarchies" : join.status().message());
+      return trial;
+    }
+    for (size_t i = 0; i < join->size(); ++i) args.join_fds[i] = (*join)[i];
+  }
+  attempt.body = LimitsBody;
+  attempt.arg = &args;
+  absl::StatusOr<ChildOutcome> outcome = RunChildAttempt(attempt);
+  absl::StatusOr<core::CgroupUsage> usage = cgroup.ReadUsage();
+  cgroup.KillAll().IgnoreError();
+  absl::Status destroyed = cgroup.Destroy();
+  if (!outcome.ok()) {
+    trial.failure =
+        absl::StrCat("a child could not be placed in ", absl::StrJoin(cgroup.paths(), ", "), ": ",
+                     outcome.status().message());
+    return trial;
+  }
+  trial.forks_allowed = outcome->report.value;
+  trial.memory_peak_bytes = usage.ok() ? usage->memory_peak_bytes : 0;
+  trial.failure = JudgeLimitsChild(*outcome, cgroup);
+  // 0: the kernel keeps no peak (v2 before 5.19); otherwise the touched memory must be in it.
+  if (trial.failure.empty() && trial.memory_peak_bytes != 0 &&
+      trial.memory_peak_bytes < static_cast<int64_t>(kTouchBytes)) {
+    trial.failure = absl::StrCat("the child touched 8 MiB but the cgroup was charged ",
+                                 trial.memory_peak_bytes, " bytes");
+  }
+  if (trial.failure.empty() && !destroyed.ok()) {
+    trial.failure =
+        absl::StrCat("the attempt worked but its cgroup was not removed: ", destroyed.message());
+  }
+  return trial;
+}
+
 }  // namespace
 
 DoctorCheck CheckLimits(bool allow_unlimited) {
@@ -169,59 +223,27 @@ DoctorCheck CheckLimits(bool allow_unlimited) {
   };
   absl::StatusOr<std::unique_ptr<core::CgroupDriver>> driver = core::ProbeCgroupDriver();
   if (!driver.ok()) return missing(std::string(driver.status().message()));
+  const std::string name = absl::StrCat("cgroup ", (*driver)->name());
   check.facts["driver"] = (*driver)->name();
   absl::StatusOr<std::unique_ptr<core::Cgroup>> cgroup =
       (*driver)->Create({kMemoryBytes, kPidsMax, kCpus});
   if (!cgroup.ok()) {
-    return missing(absl::StrCat("cgroup ", (*driver)->name(), ": cannot make a cgroup where a run ",
-                                "would: ", cgroup.status().message()));
+    return missing(absl::StrCat(
+        name, ": cannot make a cgroup where a run would: ", cgroup.status().message()));
   }
   const std::vector<std::string> paths = (*cgroup)->paths();
   check.facts["paths"] = paths;
-  ChildAttempt attempt;
-  LimitsArgs args;
-  attempt.cgroup_fd = (*cgroup)->clone_into_fd();
-  if (attempt.cgroup_fd < 0) {
-    // v1 cannot clone into a cgroup: the child joins it first thing, as a run's does.
-    absl::StatusOr<std::vector<int>> join = (*cgroup)->SelfJoinFiles();
-    if (!join.ok() || join->size() > 7) {
-      (*cgroup)->Destroy().IgnoreError();
-      return missing(absl::StrCat("cgroup ", (*driver)->name(), ": its tasks files: ",
-                                  join.ok() ? "too many hierarchies" : join.status().message()));
-    }
-    for (size_t i = 0; i < join->size(); ++i) args.join_fds[i] = (*join)[i];
-  }
-  attempt.body = LimitsBody;
-  attempt.arg = &args;
-  absl::StatusOr<ChildOutcome> outcome = RunChildAttempt(attempt);
-  absl::StatusOr<core::CgroupUsage> usage = (*cgroup)->ReadUsage();
-  (*cgroup)->KillAll().IgnoreError();
-  absl::Status destroyed = (*cgroup)->Destroy();
-  if (!outcome.ok()) {
-    return missing(absl::StrCat("cgroup ", (*driver)->name(), ": a child could not be placed in ",
-                                absl::StrJoin(paths, ", "), ": ", outcome.status().message()));
-  }
-  std::string verdict = JudgeLimitsChild(*outcome, **cgroup);
-  if (verdict.empty() && usage.ok() && usage->memory_peak_bytes != 0 &&
-      usage->memory_peak_bytes < static_cast<int64_t>(kTouchBytes)) {
-    verdict = absl::StrCat("the child touched 8 MiB but the cgroup was charged ",
-                           usage->memory_peak_bytes, " bytes");
-  }
-  if (!verdict.empty()) return missing(absl::StrCat("cgroup ", (*driver)->name(), ": ", verdict));
-  if (!destroyed.ok()) {
-    return missing(
-        absl::StrCat("cgroup ", (*driver)->name(),
-                     ": the attempt worked but its cgroup was not removed: ", destroyed.message()));
-  }
+  Trial trial = TryCgroup(**cgroup);
+  if (!trial.failure.empty()) return missing(absl::StrCat(name, ": ", trial.failure));
   check.facts["pids_max"] = kPidsMax + 0;
-  check.facts["forks_allowed"] = outcome->report.value;
-  check.facts["memory_peak_bytes"] = usage.ok() ? usage->memory_peak_bytes : 0;
+  check.facts["forks_allowed"] = trial.forks_allowed;
+  check.facts["memory_peak_bytes"] = trial.memory_peak_bytes;
   check.facts["placement"] = Placement(paths);
   check.detail =
-      absl::StrCat("cgroup ", (*driver)->name(), ", ", Placement(paths),
-                   ": limits written (memory 64 MiB, pids ", kPidsMax, ", cpus 0.5), a child ",
-                   attempt.cgroup_fd >= 0 ? "born in it (CLONE_INTO_CGROUP)"
-                                          : "that joined it itself (its tasks files)",
+      absl::StrCat(name, ", ", Placement(paths), ": limits written (memory 64 MiB, pids ", kPidsMax,
+                   ", cpus 0.5), a child ",
+                   trial.born_inside ? "born in it (CLONE_INTO_CGROUP)"
+                                     : "that joined it itself (its tasks files)",
                    " found itself there and was refused its process ", kPidsMax + 1, "; removed");
   return check;
 }
