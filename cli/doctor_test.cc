@@ -209,6 +209,17 @@ TEST(Doctor, NetworkLinesAgreeWithNetRuns) {
   RunResult egress =
       RunZygo({"--net", "egress", "--allow", "example.com:443"}, "host", {"/bin/true"});
   EXPECT_EQ(egress.exit_code == 0, all) << egress.err;
+  // Control: a pasta that cannot start (ZYGO_PASTA, which runs honour too) fails both the
+  // line and the run, and leaves the firewall line as it was.
+  for (const char* pasta : {"/no/such/pasta", "/bin/false"}) {
+    RunOptions broken;
+    broken.env = {std::string("ZYGO_PASTA=") + pasta};
+    json without = DoctorJson({}, broken);
+    EXPECT_EQ(Check(without, "pasta")["status"], "missing") << pasta << without.dump(2);
+    EXPECT_EQ(Ok(without, "nftables"), Ok(doc, "nftables"));
+    EXPECT_EQ(without["exit_code"], doc["exit_code"]) << "pasta is not needed by every run";
+    EXPECT_NE(RunZygo({"--net", "full"}, "host", {"/bin/true"}, broken).exit_code, 0) << pasta;
+  }
   if (access("/usr/sbin/ip", X_OK) == 0) {
     RunResult tap = RunOnHost({"/usr/bin/unshare", "--user", "--map-root-user", "--net",
                                "/usr/sbin/ip", "tuntap", "add", "dev", "zt0", "mode", "tap"});
