@@ -78,16 +78,16 @@ struct NetworkAttempt {
   std::unique_ptr<net::NetworkHelper> helper;
 };
 
-// The plan zygo run makes for --net full, with the same test overrides (ZYGO_PASTA,
+// What zygo run asks for with --net full, with the same test overrides (ZYGO_PASTA,
 // ZYGO_DNS_UPSTREAM), so doctor tries what a run would.
-absl::StatusOr<net::SandboxNetworkPlan> FullModePlan() {
+net::SandboxNetworkRequest FullModeRequest() {
   net::SandboxNetworkRequest request;
   request.mode = net::SandboxNetMode::kFull;
   if (const char* pasta = getenv("ZYGO_PASTA"); pasta != nullptr && *pasta != '\0') {
     request.pasta_path = pasta;
   }
   if (const char* dns = getenv("ZYGO_DNS_UPSTREAM"); dns != nullptr) request.dns_upstream = dns;
-  return net::PlanSandboxNetwork(request);
+  return request;
 }
 
 // Parent side, while the child waits in its namespaces: the firewall alone, then a full
@@ -95,12 +95,13 @@ absl::StatusOr<net::SandboxNetworkPlan> FullModePlan() {
 absl::Status HookUp(const std::string& helper, pid_t pid, NetworkAttempt* attempt) {
   attempt->firewall = net::NetworkHelper::CheckFirewall(helper, pid);
   if (!attempt->firewall.ok()) return absl::OkStatus();
-  absl::StatusOr<net::SandboxNetworkPlan> plan = FullModePlan();
+  const net::SandboxNetworkRequest request = FullModeRequest();
+  attempt->pasta_path = request.pasta_path;
+  absl::StatusOr<net::SandboxNetworkPlan> plan = net::PlanSandboxNetwork(request);
   if (!plan.ok()) {
     attempt->pasta = plan.status();
     return absl::OkStatus();
   }
-  attempt->pasta_path = plan->pasta_path;
   absl::StatusOr<std::unique_ptr<net::NetworkHelper>> started =
       net::NetworkHelper::Start(helper, pid, *plan);
   attempt->pasta = started.status();
@@ -187,8 +188,7 @@ std::vector<DoctorCheck> CheckNetwork() {
     pasta.detail = !network.pasta->ok()
                        ? std::string(network.pasta->message())
                        : "pasta started, but the namespace it configured has no default route";
-    const std::string path = network.pasta_path.empty() ? "/usr/bin/pasta" : network.pasta_path;
-    pasta.fix = access(path.c_str(), X_OK) == 0
+    pasta.fix = access(network.pasta_path.c_str(), X_OK) == 0
                     ? "see the error; zygo run --net full fails the same way"
                     : "install pasta (the passt package)";
     return {tun, nftables, pasta};
