@@ -5,9 +5,12 @@
 #ifndef ZYGO_CLI_DOCTOR_CHECKS_H_
 #define ZYGO_CLI_DOCTOR_CHECKS_H_
 
+#include <memory>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "cli/doctor_check.h"
+#include "core/cgroup.h"
 
 namespace zygo::cli {
 
@@ -32,12 +35,16 @@ DoctorCheck CheckOverlayfs();
 
 // --- doctor_checks_cgroup.cc: limits ---
 
-// A cgroup made where a run makes one, with limits written, a child placed in it the way
-// a run places the sandbox, which finds itself there, is refused its 17th process and is
-// charged its memory; then removed. Needed, unless `allow_unlimited`.
-DoctorCheck CheckLimits(bool allow_unlimited);
-// `zygo run host /bin/true` itself (the plan and launch a run uses). Needed.
-DoctorCheck CheckSandboxRun(bool allow_unlimited);
+// The cgroup driver a run would use (core::ProbeCgroupDriver), probed once and shared by
+// the two checks below, as one run uses one.
+using ProbedDriver = absl::StatusOr<std::unique_ptr<core::CgroupDriver>>;
+
+// A cgroup made by `driver` where a run makes one, with limits written, a child placed in
+// it the way a run places the sandbox, which finds itself there, is refused its 17th
+// process and is charged its memory; then removed. Needed, unless `allow_unlimited`.
+DoctorCheck CheckLimits(const ProbedDriver& driver, bool allow_unlimited);
+// `zygo run host /bin/true` itself (the plan and launch a run uses, with `driver`). Needed.
+DoctorCheck CheckSandboxRun(const ProbedDriver& driver, bool allow_unlimited);
 // Stale cgroups of killed zygo processes, removed with `fix` (information).
 DoctorCheck CheckStaleCgroups(bool fix);
 // Where images are kept (information).

@@ -211,7 +211,7 @@ Trial TryCgroup(core::Cgroup& cgroup) {
 
 }  // namespace
 
-DoctorCheck CheckLimits(bool allow_unlimited) {
+DoctorCheck CheckLimits(const ProbedDriver& driver, bool allow_unlimited) {
   DoctorCheck check{"limits", "limits", CheckStatus::kOk, !allow_unlimited,
                     allow_unlimited ? "runs with limits (you asked for --allow-unlimited)"
                                     : "every run without --allow-unlimited"};
@@ -221,7 +221,6 @@ DoctorCheck CheckLimits(bool allow_unlimited) {
     check.fix = LimitsFix();
     return check;
   };
-  absl::StatusOr<std::unique_ptr<core::CgroupDriver>> driver = core::ProbeCgroupDriver();
   if (!driver.ok()) return missing(std::string(driver.status().message()));
   const std::string name = absl::StrCat("cgroup ", (*driver)->name());
   check.facts["driver"] = (*driver)->name();
@@ -248,7 +247,7 @@ DoctorCheck CheckLimits(bool allow_unlimited) {
   return check;
 }
 
-DoctorCheck CheckSandboxRun(bool allow_unlimited) {
+DoctorCheck CheckSandboxRun(const ProbedDriver& driver, bool allow_unlimited) {
   DoctorCheck check{"sandbox", "sandbox", CheckStatus::kOk, true, "every run"};
   core::Spec spec;
   spec.image = "host";
@@ -265,7 +264,6 @@ DoctorCheck CheckSandboxRun(bool allow_unlimited) {
   };
   absl::StatusOr<core::Plan> plan = core::BuildPlan(spec);
   if (!plan.ok()) return missing(plan.status().message());
-  absl::StatusOr<std::unique_ptr<core::CgroupDriver>> driver = core::ProbeCgroupDriver();
   base::UniqueFd null_fd(open("/dev/null", O_RDWR | O_CLOEXEC));
   core::LaunchOptions options;
   options.forward_signals = false;

@@ -13,6 +13,7 @@
 #include "cli/doctor_cgroup_moves.h"
 #include "cli/doctor_check.h"
 #include "cli/doctor_checks.h"
+#include "core/cgroup.h"
 
 namespace zygo::cli {
 namespace {
@@ -96,6 +97,9 @@ int DoctorCommand(int argc, char** argv) {
       return 125;
     }
   }
+  // Probed once, as by one run: on v2 the driver may move this process into place (a leaf,
+  // a systemd scope) and moves it back when it goes, after the last check.
+  const ProbedDriver driver = core::ProbeCgroupDriver();
   // In the order a reader needs them: what the host is, what every run needs, the
   // optional layers, then information.
   const std::vector<std::function<std::vector<DoctorCheck>()>> steps = {
@@ -103,10 +107,10 @@ int DoctorCommand(int argc, char** argv) {
         return std::vector<DoctorCheck>{CheckKernel(), CheckRunningAs()};
       },
       [] { return std::vector<DoctorCheck>{CheckUserNamespaces()}; },
-      [&] { return std::vector<DoctorCheck>{CheckLimits(flags.allow_unlimited)}; },
+      [&] { return std::vector<DoctorCheck>{CheckLimits(driver, flags.allow_unlimited)}; },
       [] { return std::vector<DoctorCheck>{CheckSeccomp()}; },
       [] { return std::vector<DoctorCheck>{CheckLandlock()}; },
-      [&] { return std::vector<DoctorCheck>{CheckSandboxRun(flags.allow_unlimited)}; },
+      [&] { return std::vector<DoctorCheck>{CheckSandboxRun(driver, flags.allow_unlimited)}; },
       [] { return std::vector<DoctorCheck>{CheckOverlayfs()}; },
       [] { return CheckNetwork(); },
       [&] { return std::vector<DoctorCheck>{CgroupMoves(flags.fix)}; },
