@@ -39,13 +39,19 @@ DoctorCheck CheckOverlayfs();
 // the two checks below, as one run uses one.
 using ProbedDriver = absl::StatusOr<std::unique_ptr<core::CgroupDriver>>;
 
+// What doctor names its cgroups ("zygo-doctor-<pid>-<n>"), where a run names its own
+// "zygo-<pid>-<n>": making one also sweeps the stale ones of the same name beside it, and
+// a plain doctor must leave a killed zygo's for --fix. Probe the driver with it.
+inline constexpr char kDoctorCgroupPrefix[] = "zygo-doctor-";
+
 // A cgroup made by `driver` where a run makes one, with limits written, a child placed in
 // it the way a run places the sandbox, which finds itself there, is refused its 17th
 // process and is charged its memory; then removed. Needed, unless `allow_unlimited`.
 DoctorCheck CheckLimits(const ProbedDriver& driver, bool allow_unlimited);
 // `zygo run host /bin/true` itself (the plan and launch a run uses, with `driver`). Needed.
 DoctorCheck CheckSandboxRun(const ProbedDriver& driver, bool allow_unlimited);
-// Stale cgroups of killed zygo processes, removed with `fix` (information).
+// Stale cgroups of killed zygo processes (and killed doctors', kDoctorCgroupPrefix),
+// removed with `fix` (information).
 DoctorCheck CheckStaleCgroups(bool fix);
 // Where images are kept (information).
 DoctorCheck CheckImages();

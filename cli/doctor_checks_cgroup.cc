@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -21,6 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "cli/doctor_checks.h"
 #include "cli/doctor_child.h"
+#include "cli/doctor_proc_text.h"
 #include "core/base/unique_fd.h"
 #include "core/cgroup.h"
 #include "core/launch.h"
@@ -39,23 +41,34 @@ constexpr size_t kTouchBytes = 8 << 20;
 constexpr int kMaxForks = 32;
 
 // Steps of the child's report.
-enum LimitsStep : int32_t { kLimitsOk = 0, kReadCgroup = 1, kTouchMemory = 2, kJoin = 3 };
+enum LimitsStep : int32_t {
+  kLimitsOk = 0,
+  kReadCgroup = 1,
+  kTouchMemory = 2,
+  kJoin = 3,
+  kNotInside = 4,  // value: the index of the directory whose cgroup.procs lacks it
+};
 
-// v1: the cgroup's tasks files, open for writing, which the child joins by writing "0"
-// (as a run's sandbox does: the kernel then moves the writing thread itself). -1 ends it.
+constexpr int kMaxDirs = 8;
+
 struct LimitsArgs {
-  int join_fds[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
+  // v1: the cgroup's tasks files, open for writing, which the child joins by writing "0"
+  // (as a run's sandbox does: the kernel then moves the writing thread itself). -1 ends it.
+  int join_fds[kMaxDirs] = {-1, -1, -1, -1, -1, -1, -1, -1};
+  // <dir>/cgroup.procs of each of the cgroup's directories; "" ends it.
+  char procs[kMaxDirs][512] = {};
 };
 
 void LimitsBody(const void* arg, ChildReport* report) {
   const LimitsArgs& args = *static_cast<const LimitsArgs*>(arg);
-  for (int i = 0; i < 8 && args.join_fds[i] >= 0; ++i) {
+  for (int i = 0; i < kMaxDirs && args.join_fds[i] >= 0; ++i) {
     if (write(args.join_fds[i], "0", 1) != 1) {
       report->step = kJoin;
       report->err = errno;
       return;
     }
   }
+  // Where it is, as it sees it (for the line) and as each cgroup lists its members.
   int fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
   ssize_t n = fd < 0 ? -1 : read(fd, report->text, sizeof(report->text) - 1);
   if (fd >= 0) close(fd);
@@ -63,6 +76,13 @@ void LimitsBody(const void* arg, ChildReport* report) {
     report->step = kReadCgroup;
     report->err = errno;
     return;
+  }
+  for (int i = 0; i < kMaxDirs && args.procs[i][0] != '\0'; ++i) {
+    if (!FileListsPid(args.procs[i], getpid())) {
+      report->step = kNotInside;
+      report->value = i;
+      return;
+    }
   }
   void* memory =
       mmap(nullptr, kTouchBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -97,21 +117,6 @@ void LimitsBody(const void* arg, ChildReport* report) {
   report->value = forked;
 }
 
-// Whether each of `paths` (a cgroup directory per hierarchy) is where the child's
-// /proc/self/cgroup puts it: a line "N:controllers:/path" whose path ends that directory.
-bool ChildWasInside(const std::vector<std::string>& paths, const std::string& proc_cgroup) {
-  std::vector<std::string> lines = absl::StrSplit(proc_cgroup, '\n', absl::SkipEmpty());
-  for (const std::string& path : paths) {
-    bool found = false;
-    for (const std::string& line : lines) {
-      std::vector<std::string> fields = absl::StrSplit(line, absl::MaxSplits(':', 2));
-      if (fields.size() == 3 && fields[2] != "/" && absl::EndsWith(path, fields[2])) found = true;
-    }
-    if (!found) return false;
-  }
-  return !paths.empty();
-}
-
 std::string LimitsFix() {
   return absl::StrCat(
       "run zygo in a cgroup delegated to it (",
@@ -143,9 +148,13 @@ std::string JudgeLimitsChild(const ChildOutcome& outcome, const core::Cgroup& cg
     return absl::StrCat("the child could not join it (write(tasks, \"0\")): ",
                         strerror(report.err));
   }
-  if (!ChildWasInside(cgroup.paths(), report.text)) {
-    return absl::StrCat("the child was not in it: its /proc/self/cgroup says ",
-                        absl::StrJoin(absl::StrSplit(report.text, '\n', absl::SkipEmpty()), " "));
+  if (report.step == kNotInside) {
+    const std::vector<std::string> paths = cgroup.paths();
+    return absl::StrCat(
+        "the child was not in ",
+        report.value < static_cast<int64_t>(paths.size()) ? paths[report.value] : "it",
+        " (its cgroup.procs does not list it); its /proc/self/cgroup says ",
+        absl::StrJoin(absl::StrSplit(report.text, '\n', absl::SkipEmpty()), " "));
   }
   if (report.value != kPidsMax - 1 || report.err != EAGAIN) {
     return absl::StrCat("pids.max ", kPidsMax, " did not hold: the child forked ", report.value,
@@ -173,13 +182,21 @@ Trial TryCgroup(core::Cgroup& cgroup) {
   if (!trial.born_inside) {
     // v1 cannot clone into a cgroup: the child joins it first thing, as a run's does.
     absl::StatusOr<std::vector<int>> join = cgroup.SelfJoinFiles();
-    if (!join.ok() || join->size() > 7) {
+    if (!join.ok() || join->size() >= kMaxDirs) {
       cgroup.Destroy().IgnoreError();
       trial.failure = absl::StrCat("its tasks files: ",
                                    join.ok() ? "too many hierarchies" : join.status().message());
       return trial;
     }
     for (size_t i = 0; i < join->size(); ++i) args.join_fds[i] = (*join)[i];
+  }
+  const std::vector<std::string> paths = cgroup.paths();
+  if (paths.size() >= static_cast<size_t>(kMaxDirs)) {
+    trial.failure = "too many hierarchies";
+    return trial;
+  }
+  for (size_t i = 0; i < paths.size(); ++i) {
+    snprintf(args.procs[i], sizeof(args.procs[i]), "%s/cgroup.procs", paths[i].c_str());
   }
   attempt.body = LimitsBody;
   attempt.arg = &args;
@@ -312,7 +329,11 @@ DoctorCheck CheckStaleCgroups(bool fix) {
     check.detail = absl::StrCat("not looked for: ", found.status().message());
     return check;
   }
-  const std::vector<core::StaleCgroup>& stale = *found;
+  std::vector<core::StaleCgroup> stale = *std::move(found);
+  // A doctor killed halfway leaves its attempt's cgroup, named apart (kDoctorCgroupPrefix).
+  absl::StatusOr<std::vector<core::StaleCgroup>> doctors =
+      core::SweepStaleCgroupsEverywhere({.remove = fix}, "/sys/fs/cgroup", kDoctorCgroupPrefix);
+  if (doctors.ok()) stale.insert(stale.end(), doctors->begin(), doctors->end());
   std::vector<const core::StaleCgroup*> removed, kept;
   for (const core::StaleCgroup& cgroup : stale) {
     (cgroup.removed ? removed : kept).push_back(&cgroup);

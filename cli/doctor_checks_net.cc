@@ -20,6 +20,7 @@
 #include "absl/strings/str_split.h"
 #include "cli/doctor_checks.h"
 #include "cli/doctor_child.h"
+#include "cli/doctor_proc_text.h"
 #include "cli/helper_binary.h"
 #include "core/base/errno_status.h"
 #include "net/network_helper.h"
@@ -59,15 +60,6 @@ void NetBody(const void*, ChildReport* report) {
     report->step = kRouteRead;
     report->err = errno;
   }
-}
-
-// The interface of the default route in a /proc/net/route text, or "".
-std::string DefaultRouteInterface(const std::string& route) {
-  for (absl::string_view line : absl::StrSplit(route, '\n', absl::SkipEmpty())) {
-    std::vector<std::string> fields = absl::StrSplit(line, '\t', absl::SkipEmpty());
-    if (fields.size() > 1 && fields[1] == "00000000") return fields[0];
-  }
-  return "";
 }
 
 // What the network attempt found: the firewall step, then pasta (only after it).

@@ -99,7 +99,9 @@ int DoctorCommand(int argc, char** argv) {
   }
   // Probed once, as by one run: on v2 the driver may move this process into place (a leaf,
   // a systemd scope) and moves it back when it goes, after the last check.
-  const ProbedDriver driver = core::ProbeCgroupDriver();
+  core::CgroupProbeOptions probe;
+  probe.name_prefix = kDoctorCgroupPrefix;
+  const ProbedDriver driver = core::ProbeCgroupDriver(probe);
   // In the order a reader needs them: what the host is, what every run needs, the
   // optional layers, then information.
   const std::vector<std::function<std::vector<DoctorCheck>()>> steps = {

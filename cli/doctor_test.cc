@@ -278,6 +278,15 @@ TEST(Doctor, LeavesNothingBehind) {
   EXPECT_EQ(paths.empty(), !Ok(doc, "limits")) << doc.dump(2);
   for (const json& path : paths) EXPECT_FALSE(fs::exists(path.get<std::string>())) << path;
   EXPECT_TRUE(LeftoverCgroups().empty());
+  // Doctor's own cgroups are named apart (zygo-doctor-PID-N): none of them may be left.
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(
+           "/sys/fs/cgroup", fs::directory_options::skip_permission_denied, ec);
+       it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    if (it.depth() > 6) it.disable_recursion_pending();
+    EXPECT_FALSE(absl::StartsWith(it->path().filename().string(), "zygo-doctor-")) << it->path();
+  }
   EXPECT_TRUE(LeftoverMounts().empty());
   // zygo-net and pasta inherit doctor's environment: none of them may still run.
   EXPECT_TRUE(ProcessesMatching("ZYGO_DOCTOR_TEST_MARK=leaves-nothing").empty());
