@@ -36,7 +36,7 @@ class Cgroup2Host : public ::testing::Test {
     fs::create_directories(root_);
     WriteAll(root_ / "cgroup.controllers", kAllControllers);
     WriteAll(root_ / "cgroup.subtree_control", "memory pids\n");
-    WriteAll(root_ / "cgroup.procs", "1\n");
+    WriteAll(root_ / "cgroup.procs", absl::StrCat("1\n", getpid(), "\n"));
     options_.mount_root = root_.string();
     options_.self_cgroup_file = (base_ / "self_cgroup").string();
     options_.systemd_marker = "";  // never ask a systemd
@@ -180,6 +180,14 @@ TEST_F(Cgroup2Host, UnderSystemdASharedCgroupAsksForAScope) {
         << message;
     EXPECT_FALSE(absl::StrContains(message, "nearest")) << message;
   }
+}
+
+TEST_F(Cgroup2Host, AMountOfAnotherNamespacesTreeIsRefused) {
+  MakeCgroup("machine.slice/ctr", "1\n");
+  LiveIn("/machine.slice/ctr");
+  absl::StatusOr<internal::V2PlacementPlan> plan = internal::PlanV2Placement(options_);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_TRUE(absl::StrContains(plan.status().message(), "mount cgroup2 afresh")) << plan.status();
 }
 
 TEST_F(Cgroup2Host, OutsideItsCgroupNamespaceIsRefused) {

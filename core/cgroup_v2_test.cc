@@ -35,6 +35,7 @@ class FakeCgroup2Tree : public ::testing::Test {
     WriteAll(root_ / "cgroup.controllers", "cpuset cpu io memory hugetlb pids rdma misc\n");
     WriteAll(own_ / "cgroup.controllers", "cpu memory pids\n");
     WriteAll(own_ / "cgroup.subtree_control", "");
+    WriteAll(own_ / "cgroup.procs", absl::StrCat(getpid(), "\n"));
     WriteAll(base_ / "self_cgroup", "0::/work.slice\n");
     options_.mount_root = root_.string();
     options_.self_cgroup_file = (base_ / "self_cgroup").string();

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <random>
 #include <utility>
 
@@ -100,6 +101,15 @@ absl::StatusOr<V2PlacementPlan> PlanV2Placement(const CgroupProbeOptions& option
   plan.own_dir = own_dir;
   CgroupPlacement& placement = plan.placement;
   std::vector<std::string> reasons;
+  // A cgroup2 mount made outside this cgroup namespace (a container that did not mount
+  // its own) shows another tree than /proc/self/cgroup's path is relative to.
+  absl::StatusOr<std::vector<pid_t>> members = MemberProcesses(own_dir);
+  if (!members.ok() || std::find(members->begin(), members->end(), getpid()) == members->end()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cgroup v2: zygo is not in ", own_dir, ", where ", options.self_cgroup_file,
+        " says it is: the cgroup2 mount at ", options.mount_root,
+        " shows another cgroup namespace's tree (mount cgroup2 afresh inside the container)"));
+  }
 
   if (IsRootCgroup(own_dir)) {
     if (std::string missing = MissingControllersReason(own_dir); !missing.empty()) {
