@@ -125,15 +125,6 @@ std::string LimitsFix() {
       ", or a Delegate=yes service), or pass --allow-unlimited to run without limits");
 }
 
-// The directory the cgroups were made in (the parent of each path), for the line.
-// TODO(doctor): name the driver's placement() (leaf, systemd scope, delegated ancestor)
-// once core::CgroupDriver has it (issue 17).
-std::string Placement(const std::vector<std::string>& paths) {
-  std::vector<std::string> parents;
-  for (const std::string& path : paths) parents.push_back(path.substr(0, path.rfind('/')));
-  return absl::StrCat("below zygo's own cgroup (", absl::StrJoin(parents, ", "), ")");
-}
-
 // The child's verdict on the cgroup it was placed in; "" when it all held.
 std::string JudgeLimitsChild(const ChildOutcome& outcome, const core::Cgroup& cgroup) {
   if (!outcome.reported) {
@@ -254,10 +245,15 @@ DoctorCheck CheckLimits(const ProbedDriver& driver, bool allow_unlimited) {
   check.facts["pids_max"] = kPidsMax + 0;
   check.facts["forks_allowed"] = trial.forks_allowed;
   check.facts["memory_peak_bytes"] = trial.memory_peak_bytes;
-  check.facts["placement"] = Placement(paths);
+  // After Create, which carried the placement out (Prepare): where they really went.
+  const core::CgroupPlacement placement = (*driver)->placement();
+  check.facts["placement"] = core::CgroupPlacementName(placement.kind);
+  check.facts["placement_detail"] = placement.detail;
+  check.facts["parent_dir"] = placement.parent_dir;
   check.detail =
-      absl::StrCat(name, ", ", Placement(paths), ": limits written (memory 64 MiB, pids ", kPidsMax,
-                   ", cpus 0.5), a child ",
+      absl::StrCat(name, " (", core::CgroupPlacementName(placement.kind), ": ", placement.detail,
+                   "), in ", absl::StrJoin(paths, ", "), ": limits written (memory 64 MiB, pids ",
+                   kPidsMax, ", cpus 0.5), a child ",
                    trial.born_inside ? "born in it (CLONE_INTO_CGROUP)"
                                      : "that joined it itself (its tasks files)",
                    " found itself there and was refused its process ", kPidsMax + 1, "; removed");
@@ -291,16 +287,19 @@ DoctorCheck CheckSandboxRun(const ProbedDriver& driver, bool allow_unlimited) {
   check.facts = {{"exit_code", outcome->exit_code},
                  {"status", core::OutcomeStatusName(outcome->status)},
                  {"cgroup_driver", outcome->cgroup_driver},
+                 {"limits_applied", outcome->limits_applied},
+                 {"cgroup_placement", outcome->cgroup_placement},
                  {"wall_ms", outcome->wall_ms}};
   if (outcome->status != core::OutcomeStatus::kOk) {
     return missing(absl::StrCat(core::OutcomeStatusName(outcome->status), ", exit ",
                                 outcome->exit_code, outcome->error.empty() ? "" : ": ",
                                 outcome->error));
   }
-  check.detail = absl::StrFormat("%s exited 0 in %.1f ms (%s)", command, outcome->wall_ms,
-                                 outcome->cgroup_driver == "none"
-                                     ? "no limits applied"
-                                     : absl::StrCat("limits by cgroup ", outcome->cgroup_driver));
+  check.detail = absl::StrFormat(
+      "%s exited 0 in %.1f ms (%s)", command, outcome->wall_ms,
+      outcome->limits_applied ? absl::StrCat("limits applied by cgroup ", outcome->cgroup_driver,
+                                             ", ", outcome->cgroup_placement)
+                              : "no limits applied");
   return check;
 }
 

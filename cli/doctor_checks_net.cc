@@ -21,8 +21,8 @@
 #include "cli/doctor_checks.h"
 #include "cli/doctor_child.h"
 #include "cli/doctor_proc_text.h"
-#include "cli/helper_binary.h"
 #include "core/base/errno_status.h"
+#include "core/base/helper_binary.h"
 #include "net/network_helper.h"
 #include "net/sandbox_network_plan.h"
 
@@ -138,7 +138,7 @@ std::vector<DoctorCheck> CheckNetwork() {
   DoctorCheck nftables = NetCheck("nftables", "nftables");
   DoctorCheck pasta = NetCheck("pasta", "pasta");
   absl::StatusOr<std::string> helper =
-      FindHelperBinary("zygo-net", "net", "the network helper for --net egress/full");
+      base::FindHelperBinary("zygo-net", "net", "the network helper for --net egress/full");
   NetworkAttempt network;
   ChildAttempt attempt;
   attempt.clone_flags = CLONE_NEWUSER | CLONE_NEWNET;

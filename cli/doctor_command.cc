@@ -101,6 +101,7 @@ int DoctorCommand(int argc, char** argv) {
   // a systemd scope) and moves it back when it goes, after the last check.
   core::CgroupProbeOptions probe;
   probe.name_prefix = kDoctorCgroupPrefix;
+  probe.purpose = "zygo doctor";
   const ProbedDriver driver = core::ProbeCgroupDriver(probe);
   // In the order a reader needs them: what the host is, what every run needs, the
   // optional layers, then information.

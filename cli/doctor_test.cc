@@ -136,6 +136,10 @@ TEST(Doctor, AgreesWithARun) {
   if (Ok(doc, "limits")) {
     EXPECT_EQ(OutcomeField(run, "cgroup_driver"),
               "\"" + Check(doc, "limits")["facts"].value("driver", "") + "\"");
+    // And where: the placement the run's outcome names is the one doctor tried.
+    EXPECT_EQ(OutcomeField(run, "cgroup_placement"),
+              "\"" + Check(doc, "limits")["facts"].value("placement", "") + "\"");
+    EXPECT_EQ(OutcomeField(run, "limits_applied"), "true");
   }
   json unlimited = DoctorJson({"--allow-unlimited"});
   EXPECT_FALSE(Check(unlimited, "limits")["needed"].get<bool>());
