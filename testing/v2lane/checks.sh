@@ -32,6 +32,7 @@ declare -A RC
 z() {
   local name=$1
   shift
+  # shellcheck disable=SC2086  # WRAP is a command prefix: split on purpose
   timeout -k 5 180 $WRAP "$ZYGO" "$@" > "$W/$name.out" 2> "$W/$name.err" < /dev/null
   RC[$name]=$?
 }
@@ -131,12 +132,13 @@ check_pids() {
 # The sandbox's cgroup is found from outside: the pid of a sleep with a unique argument,
 # its /proc/PID/cgroup, and the nearest cgroup on its path with the cpu.max asked for.
 check_cpu() {
-  local mark="7.$$$RANDOM" pid="" cg="" found="" own c i
+  local mark="7.$$$RANDOM" pid="" cg="" found="" own c
   own=$(cgroup_of)
+  # shellcheck disable=SC2086
   timeout -k 5 180 $WRAP "$ZYGO" run --cpus 0.5 host /bin/sleep "$mark" \
     > "$W/cpu.out" 2> "$W/cpu.err" < /dev/null &
   local zpid=$!
-  for i in $(seq 80); do
+  for _ in $(seq 80); do
     pid=$(pgrep -fx "/bin/sleep $mark")
     [ -n "$pid" ] && break
     kill -0 "$zpid" 2> /dev/null || break
@@ -177,13 +179,22 @@ show_plan() {
   info "$P: --dry-run (exit ${RC[plan]}): $(sed -n '/"\(cgroup\|placement\)[a-z_]*": *{/,/}/p' "$W/plan.out" | tr -s ' \n' ' ' | head -c 600)"
 }
 
+# Whether the sandbox itself starts here, limits aside (a fact for the report: a place
+# where it does not would fail for reasons other than cgroups).
+show_unlimited() {
+  z unlimited run --allow-unlimited host /bin/true
+  info "$P: zygo run --allow-unlimited host /bin/true: exit ${RC[unlimited]} $(brief "$W/unlimited.err")"
+}
+
 # doctor's limits line must say what a run does: ok where runs work, MISSING where they
 # refuse.
 check_doctor() {
   z doctor doctor
   local line="" l run=${RC[true]}
   while IFS= read -r l; do [[ $l == limits\ * ]] && { line=$l; break; }; done < "$W/doctor.out"
-  line=$(echo $line)
+  local words
+  read -ra words <<< "$line"
+  line="${words[*]}"
   info "$P: doctor (exit ${RC[doctor]}): $line"
   if [ -z "$line" ]; then
     fail "$P.doctor" "no limits line (exit ${RC[doctor]}): $(brief "$W/doctor.out") $(brief "$W/doctor.err")"
@@ -215,8 +226,8 @@ check_fix() {
 # Each check, timed: the lane runs under TCG, where every process costs ~10x.
 TIMES=""
 START=$(now)
-for c in check_place check_run_true check_oom check_pids check_cpu show_plan check_doctor \
-         check_fix check_warm; do
+for c in check_place check_run_true check_oom check_pids check_cpu show_plan show_unlimited \
+         check_doctor check_fix check_warm; do
   t0=$(now)
   "$c"
   TIMES="$TIMES ${c#check_}=$(elapsed "$t0")s"

@@ -109,7 +109,7 @@ main() {
   fi
   : > "$OUT/places.log"
   if [ -n "$(echo " $V2_PLACES " | sed 's/ root / /; s/ //g')" ]; then
-    boot_systemd $(( ${V2_BUDGET:-870} - ${SECONDS} ))
+    boot_systemd $(( ${V2_BUDGET:-870} - SECONDS ))
     cat "$OUT/places.log"
     grep -q '^INFO places: done' "$OUT/places.log" ||
       fail "v2lane.places-finished" "places.sh did not finish; see out/places.log and out/systemd.log"

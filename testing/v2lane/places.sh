@@ -44,15 +44,29 @@ place_session() {
 
 # The guest's root, without its mounts, as the containers' directory tree (nspawn will
 # not run on / itself); --volatile=overlay keeps what a container writes to itself.
-NSPAWN=(systemd-nspawn --quiet --pipe --directory="$WORK/root" --volatile=overlay
+NSPAWN=(systemd-nspawn --quiet --pipe --link-journal=no --directory="$WORK/root" --volatile=overlay
         --bind-ro="$LANE" --kill-signal=SIGTERM --setenv=ZYGO="$ZYGO")
 container_root() {
   mkdir -p "$WORK/root"
   mountpoint -q "$WORK/root" || mount --bind / "$WORK/root"
 }
 
+# What the kernel allows in such a container (facts for the report): with another process
+# in the container's root cgroup, +memory cannot be enabled below it (the root of a
+# cgroup namespace is not the root cgroup); once every process is in a leaf, it can.
+probe_container_root() {
+  "${NSPAWN[@]}" --machine=v2lane-probe --as-pid2 /bin/bash -c '
+    cd /sys/fs/cgroup
+    echo "INFO container: kernel: processes in the container root: $(wc -l < cgroup.procs)," \
+      "enabling +memory there: $(echo +memory 2>&1 > cgroup.subtree_control && echo ok)"
+    mkdir leaf && for p in $(cat cgroup.procs); do echo "$p" > leaf/cgroup.procs; done 2> /dev/null
+    echo "INFO container: kernel: with every process moved to /leaf," \
+      "enabling +memory +pids +cpu: $(echo "+memory +pids +cpu" 2>&1 > cgroup.subtree_control && echo ok)"' 2>&1
+}
+
 place_container() {
   container_root
+  probe_container_root
   local w=$WORK/container
   mkdir -p "$w"
   "${NSPAWN[@]}" --machine=v2lane-container --bind="$w" --setenv=V2L_WORK="$w" \
@@ -78,8 +92,7 @@ place_service() {
   mkdir -p "$w"
   systemd-run --quiet --unit=zygo --service-type=exec -p Delegate=yes \
     "$ZYGO" serve --listen "$w/zygo.sock" --state-dir "$w/state" --no-demo
-  local i
-  for i in $(seq 240); do
+  for _ in $(seq 240); do
     [ -S "$w/zygo.sock" ] && "$ZYGO" ls --socket "$w/zygo.sock" > /dev/null 2>&1 && break
     systemctl -q is-active zygo.service || break
     sleep 0.5
@@ -117,8 +130,8 @@ EOF
 # The user manager of uid 1000, as after a login (linger, enabled at the start: it
 # starts in the background and stays between the checks).
 start_user_manager() {
-  local i state=""
-  for i in $(seq 240); do
+  local state=""
+  for _ in $(seq 240); do
     state=$(as_user systemctl --user is-system-running 2> /dev/null)
     [ "$state" = running ] || [ "$state" = degraded ] && break
     sleep 0.5
@@ -133,6 +146,12 @@ start_user_manager() {
 
 place_user() {
   start_user_manager
+  # What a Delegate=yes scope of the user manager gets (the fix zygo's refusal names).
+  as_user systemd-run --user --scope --quiet -p Delegate=yes /bin/bash -c '
+    c=/sys/fs/cgroup$(cut -d: -f3 /proc/self/cgroup)
+    echo "INFO user: a Delegate=yes user scope: ${c#/sys/fs/cgroup}, owner $(stat -c %U "$c")," \
+      "controllers: $(cat "$c/cgroup.controllers")"'
+
   # A terminal as a desktop starts one: a scope the user manager made, under app.slice,
   # holding the shell (here bash running checks.sh) and whatever it runs.
   as_user systemd-run --user --quiet --wait --pipe --setenv=ZYGO="$ZYGO" \

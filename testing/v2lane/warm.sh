@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154  # RC, P, W, WRAP, MODE: checks.sh's
 # The warm path (sourced by checks.sh): a supervisor serves fn/handler.py with 64M and 16
 # pids per request; two requests at once each run in a cgroup of their own with those
 # limits, one request over its memory limit is killed and the next one is served.
@@ -16,11 +17,11 @@ zx() {
 start_supervisor() {
   SOCK=$W/zygo.sock
   rm -f "$SOCK"
+  # shellcheck disable=SC2086
   $WRAP "$ZYGO" serve --listen "$SOCK" --state-dir "$W/state" --no-demo \
     > "$W/serve.out" 2> "$W/serve.err" < /dev/null &
   SPID=$!
-  local i
-  for i in $(seq 240); do
+  for _ in $(seq 240); do
     if [ -S "$SOCK" ] && "$ZYGO" ls --socket "$SOCK" > /dev/null 2>&1; then return 0; fi
     if ! kill -0 "$SPID" 2> /dev/null; then
       wait "$SPID"
@@ -35,8 +36,7 @@ start_supervisor() {
 stop_supervisor() {
   [ -n "${SPID:-}" ] || return
   kill -TERM "$SPID" 2> /dev/null
-  local i
-  for i in $(seq 60); do kill -0 "$SPID" 2> /dev/null || break; sleep 0.5; done
+  for _ in $(seq 60); do kill -0 "$SPID" 2> /dev/null || break; sleep 0.5; done
   if kill -0 "$SPID" 2> /dev/null; then
     info "$P: zygo serve did not stop within 30s of SIGTERM; killing it"
     kill -KILL "$SPID" 2> /dev/null
@@ -60,14 +60,14 @@ limited_cgroup() {
 }
 
 check_warm_own_cgroups() {
-  local m1="6.1$$$RANDOM" m2="6.2$$$RANDOM" p="" c1="" c2="" l1="" l2="" i
+  local m1="6.1$$$RANDOM" m2="6.2$$$RANDOM" p="" c1="" c2="" l1="" l2=""
   zx w-hold1 "{\"op\": \"hold\", \"sleep\": \"$m1\"}" &
   local x1=$!
   zx w-hold2 "{\"op\": \"hold\", \"sleep\": \"$m2\"}" &
   local x2=$!
   # The first request waits for the zygote to warm (tens of seconds under TCG). Each
   # request's cgroup is read as soon as its process shows.
-  for i in $(seq 240); do
+  for _ in $(seq 240); do
     if [ -z "$c1" ] && p=$(pgrep -fx "/bin/sleep $m1") && [ -n "$p" ]; then
       c1=$(cgroup_of "${p%%$'\n'*}") && l1=$(limited_cgroup "$c1")
     fi
