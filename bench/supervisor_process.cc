@@ -12,7 +12,7 @@
 #include "bench/background_process.h"
 #include "bench/scratch_dir.h"
 #include "bench/timed_spawn.h"
-#include "cli/helper_binary.h"
+#include "core/base/helper_binary.h"
 #include "core/base/errno_status.h"
 #include "core/base/status_macros.h"
 
@@ -37,10 +37,10 @@ absl::StatusOr<std::string> FindSupervisorBinary(const std::string& override_pat
   }
   // Installed as zygo-supervisor; in a Bazel tree it is //supervisor's own output.
   absl::StatusOr<std::string> installed =
-      cli::FindHelperBinary("zygo-supervisor", "supervisor", "the supervisor");
+      base::FindHelperBinary("zygo-supervisor", "supervisor", "the supervisor");
   if (installed.ok()) return installed;
   absl::StatusOr<std::string> built =
-      cli::FindHelperBinary("supervisor", "supervisor", "the supervisor, `zygo serve`");
+      base::FindHelperBinary("supervisor", "supervisor", "the supervisor, `zygo serve`");
   if (built.ok()) return built;
   return absl::NotFoundError(
       absl::StrCat(built.status().message(),

@@ -12,7 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "cli/helper_binary.h"
+#include "core/base/helper_binary.h"
 #include "core/base/status_macros.h"
 #include "images/reference.h"
 #include "images/store.h"
@@ -36,7 +36,7 @@ std::string HumanSize(int64_t bytes) {
 }
 
 absl::StatusOr<std::string> ImageToolPath() {
-  return FindHelperBinary("zygo-image", "cli", "the pull/load/login tool");
+  return base::FindHelperBinary("zygo-image", "cli", "the pull/load/login tool");
 }
 
 absl::Status RunImageTool(const std::vector<std::string>& args) {

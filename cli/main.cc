@@ -19,7 +19,7 @@
 #include "bench/pull_bench.h"
 #include "bench/warm_bench.h"
 #include "cli/doctor_command.h"
-#include "cli/helper_binary.h"
+#include "core/base/helper_binary.h"
 #include "cli/image_commands.h"
 #include "cli/run_command.h"
 
@@ -112,7 +112,7 @@ int BenchCommand(int argc, char** argv) {
 // client commands need shared libraries (gRPC, libcurl) that the static `zygo` leaves out.
 int ForwardToHelper(const char* helper, const char* package, const char* what, const char* command,
                     bool pass_command, int argc, char** argv) {
-  absl::StatusOr<std::string> path = zygo::cli::FindHelperBinary(helper, package, what);
+  absl::StatusOr<std::string> path = zygo::base::FindHelperBinary(helper, package, what);
   if (!path.ok()) {
     fprintf(stderr, "zygo: %s\n", std::string(path.status().message()).c_str());
     return 125;
@@ -180,7 +180,7 @@ int main(int argc, char** argv) {
   if (strcmp(command, "serve") == 0) {
     // Installed as zygo-supervisor; in a Bazel tree it is //supervisor's own output.
     const char* helper = "zygo-supervisor";
-    if (!zygo::cli::FindHelperBinary(helper, "supervisor", "").ok()) helper = "supervisor";
+    if (!zygo::base::FindHelperBinary(helper, "supervisor", "").ok()) helper = "supervisor";
     return ForwardToHelper(helper, "supervisor", "the supervisor, `zygo serve`", command,
                            /*pass_command=*/false, rest_argc, rest_argv);
   }

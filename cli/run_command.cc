@@ -13,9 +13,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "cli/helper_binary.h"
 #include "cli/image_commands.h"
 #include "cli/run_flags.h"
+#include "core/base/helper_binary.h"
 #include "core/cgroup.h"
 #include "core/launch.h"
 #include "core/outcome.h"
@@ -158,7 +158,16 @@ int Report(const RunOptions& options, const core::Outcome& outcome, bool verbose
   return outcome.exit_code;
 }
 
-void PrintPlanText(const core::Plan& plan, const char* driver) {
+// What a run would use for its limits: the driver and where its cgroups would go, or why
+// none can be made. Reads only: the placement is not carried out.
+core::CgroupChoice DescribeCgroups(
+    const absl::StatusOr<std::unique_ptr<core::CgroupDriver>>& driver) {
+  if (!driver.ok()) return {"none", "none", std::string(driver.status().message())};
+  const core::CgroupPlacement placement = (*driver)->placement();
+  return {(*driver)->name(), core::CgroupPlacementName(placement.kind), placement.detail};
+}
+
+void PrintPlanText(const core::Plan& plan, const core::CgroupChoice& cgroup) {
   const core::Spec& spec = plan.spec;
   printf("image      %s\ncommand   ", spec.image.c_str());
   for (const std::string& arg : spec.argv) printf(" %s", arg.c_str());
@@ -166,7 +175,9 @@ void PrintPlanText(const core::Plan& plan, const char* driver) {
          plan.identity.uid, plan.identity.gid, plan.identity.host_uid, plan.identity.host_gid);
   printf("limits     memory %lld bytes, cpus %.2f, pids %lld, timeout %lld ms (cgroup %s)\n",
          static_cast<long long>(spec.memory_bytes), spec.cpus,
-         static_cast<long long>(spec.pids_limit), static_cast<long long>(spec.timeout_ms), driver);
+         static_cast<long long>(spec.pids_limit), static_cast<long long>(spec.timeout_ms),
+         cgroup.driver.c_str());
+  printf("cgroup     %s: %s\n", cgroup.placement.c_str(), cgroup.detail.c_str());
   printf("mounts     %zu steps (use --json to list them)\n", plan.mounts.ops.size());
   printf("seccomp    %d syscalls allowed, the rest EPERM\nlandlock   ABI %d, %zu rules\n",
          plan.seccomp.allowed_syscalls, plan.landlock.abi, plan.landlock.rules.size());
@@ -198,7 +209,7 @@ absl::StatusOr<core::Outcome> LaunchWithNetwork(
     const std::optional<net::SandboxNetworkPlan>& network_plan) {
   if (!network_plan.has_value()) return core::Launch(plan, cgroups);
   absl::StatusOr<std::string> helper =
-      FindHelperBinary("zygo-net", "net", "the network helper for --net egress/full");
+      base::FindHelperBinary("zygo-net", "net", "the network helper for --net egress/full");
   if (!helper.ok()) return helper.status();
   std::unique_ptr<net::NetworkHelper> network;
   absl::StatusOr<core::Outcome> outcome =
@@ -238,16 +249,21 @@ int RunCommand(int argc, char** argv, bool verbose) {
     return Report(options, core::SetupErrorOutcome(network_plan.status(), plan_ms), false);
   }
 
-  absl::StatusOr<std::unique_ptr<core::CgroupDriver>> driver = core::ProbeCgroupDriver();
+  absl::StatusOr<std::unique_ptr<core::CgroupDriver>> driver =
+      core::ProbeCgroupDriver({.purpose = "zygo run"});
   core::CgroupDriver* cgroups = driver.ok() ? driver->get() : nullptr;
   if (options.dry_run) {
-    const char* name = cgroups != nullptr ? cgroups->name() : "none";
+    const core::CgroupChoice choice = DescribeCgroups(driver);
     if (options.json) {
-      fputs(core::PlanToJson(*plan, name).c_str(), stdout);
+      fputs(core::PlanToJson(*plan, choice).c_str(), stdout);
     } else {
-      PrintPlanText(*plan, name);
+      PrintPlanText(*plan, choice);
     }
     return 0;
+  }
+  if (!driver.ok() && !plan->spec.allow_unlimited) {
+    return Report(
+        options, core::SetupErrorOutcome(core::CannotApplyLimits(driver.status()), plan_ms), false);
   }
   absl::StatusOr<core::Outcome> outcome = LaunchWithNetwork(*plan, cgroups, *network_plan);
   if (!outcome.ok())

@@ -35,6 +35,32 @@ struct CgroupUsage {
 
 enum class CgroupVersion { kV1, kV2 };
 
+// Where a driver makes the sandboxes' cgroups. On cgroup v2 a cgroup with processes of its
+// own cannot hand memory, pids or cpu to child cgroups (the no-internal-process rule; only
+// the root cgroup is exempt), and zygo always lives in its own cgroup, so the driver first
+// finds (or makes) a parent that holds no process.
+enum class CgroupPlacementKind {
+  kOwnCgroups,         // v1: below zygo's own cgroup in each hierarchy
+  kRootCgroup,         // v2: zygo is in the root cgroup, which is exempt; below it
+  kLeafOfOwnCgroup,    // v2: zygo was alone in a cgroup it may write: it moves into a leaf
+                       // there, and sandboxes are the leaf's siblings
+  kSystemdScope,       // v2: zygo shared its cgroup; systemd gives it a transient scope with
+                       // Delegate=yes (over D-Bus), then the leaf step inside it
+  kDelegatedAncestor,  // v2, no systemd: the nearest ancestor zygo may write that holds no
+                       // process (a delegated subtree's top, or the top of the tree it sees)
+};
+
+const char* CgroupPlacementName(CgroupPlacementKind kind);
+
+struct CgroupPlacement {
+  CgroupPlacementKind kind = CgroupPlacementKind::kOwnCgroups;
+  // Where sandbox cgroups are made (v1: the memory hierarchy's). For kSystemdScope, empty
+  // until Prepare() has the scope.
+  std::string parent_dir;
+  // One line for doctor, --dry-run and the logs: where, and why there.
+  std::string detail;
+};
+
 // One sandbox's cgroup (one directory per controller on v1). Destroy() removes it;
 // the destructor calls Destroy() for the paths that return early.
 class Cgroup {
@@ -123,7 +149,16 @@ class CgroupDriver {
   virtual CgroupVersion version() const = 0;
   const char* name() const { return version() == CgroupVersion::kV2 ? "v2" : "v1"; }
 
-  // Makes a new cgroup below the caller's own one with `limits` applied. Fails with
+  // Where this driver makes cgroups. Before Prepare(), what it will do.
+  virtual CgroupPlacement placement() const = 0;
+
+  // Puts this process where the placement needs it (a leaf, a systemd scope), once;
+  // Create() calls it first, and a long-lived caller (the supervisor) calls it at start so
+  // that a host where no limit can be applied is refused at once. The driver's destructor
+  // undoes it (moves this process back, removes the leaf); destroy every Cgroup first.
+  virtual absl::Status Prepare() = 0;
+
+  // Makes a new cgroup where placement() says, with `limits` applied. Fails with
   // PermissionDenied when the caller may not create cgroups there (rootless, no
   // delegation).
   virtual absl::StatusOr<std::unique_ptr<Cgroup>> Create(const CgroupLimits& limits) = 0;
@@ -143,12 +178,23 @@ struct CgroupProbeOptions {
   std::string self_cgroup_file = "/proc/self/cgroup";
   // New directories are named "<prefix><pid>-<n>".
   std::string name_prefix = "zygo-";
+  // Where systemd says it runs the host (a directory that exists only under systemd); ""
+  // never asks systemd (unit tests).
+  std::string systemd_marker = "/run/systemd/system";
+  // The transient scope's Description= ("zygo run", "zygo serve").
+  std::string purpose = "zygo";
 };
 
 // Picks the driver this host supports: v2 where /sys/fs/cgroup is a cgroup2 mount
-// with memory, pids and cpu available; v1 where those three are v1 hierarchies.
+// with memory, pids and cpu available; v1 where those three are v1 hierarchies. On v2 it
+// also decides the placement, reading only: FailedPrecondition, naming what is missing and
+// the fix, when no placement can work. Nothing moves until Prepare() or Create().
 absl::StatusOr<std::unique_ptr<CgroupDriver>> ProbeCgroupDriver(
     const CgroupProbeOptions& options = {});
+
+// "cannot apply the memory/pids/cpu limits: <why>", with the fixes when `why` names none.
+// FailedPrecondition.
+absl::Status CannotApplyLimits(const absl::Status& why);
 
 // CgroupDriver::SweepStale with options.everywhere (whatever `options` says), over the
 // cgroup hierarchies mounted at `mount_root`: the cgroup2 mount there, or the v1 memory,

@@ -1,6 +1,6 @@
-// Picks the cgroup driver this host supports: v2 on a cgroup2 mount, else v1 when the
-// memory, pids and cpu hierarchies are there; and, without a driver, which mounts a sweep
-// for stale cgroups walks.
+// Picks the cgroup driver this host supports: v2 on a cgroup2 mount (with its placement),
+// else v1 when the memory, pids and cpu hierarchies are there; and, without a driver, which mounts
+// a sweep for stale cgroups walks.
 #include <memory>
 #include <string>
 #include <utility>
@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/cgroup.h"
 #include "core/internal/cgroup_sweep.h"
@@ -16,17 +17,33 @@
 
 namespace zygo::core {
 
+const char* CgroupPlacementName(CgroupPlacementKind kind) {
+  switch (kind) {
+    case CgroupPlacementKind::kOwnCgroups:
+      return "own_cgroups";
+    case CgroupPlacementKind::kRootCgroup:
+      return "root_cgroup";
+    case CgroupPlacementKind::kLeafOfOwnCgroup:
+      return "leaf_of_own_cgroup";
+    case CgroupPlacementKind::kSystemdScope:
+      return "systemd_scope";
+    case CgroupPlacementKind::kDelegatedAncestor:
+      return "delegated_ancestor";
+  }
+  return "unknown";
+}
+
 absl::StatusOr<std::unique_ptr<CgroupDriver>> ProbeCgroupDriver(const CgroupProbeOptions& options) {
   // v2 first: on a pure v2 host there are no v1 hierarchies to fall back to, and on a
   // hybrid host (v1 controllers plus a v2 mount at <root>/unified) the root is a tmpfs.
   if (internal::IsCgroup2Root(options.mount_root)) {
-    absl::StatusOr<std::string> parent = internal::ResolveV2Parent(options);
-    if (!parent.ok()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "cgroup v2 at ", options.mount_root, " is unusable: ", parent.status().message()));
+    absl::StatusOr<internal::V2PlacementPlan> plan = internal::PlanV2Placement(options);
+    if (!plan.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat("cgroup v2 at ", options.mount_root,
+                                                        " is unusable: ", plan.status().message()));
     }
-    return std::unique_ptr<CgroupDriver>(std::make_unique<internal::CgroupV2Driver>(
-        *std::move(parent), options.name_prefix, options.mount_root));
+    return std::unique_ptr<CgroupDriver>(
+        std::make_unique<internal::CgroupV2Driver>(*std::move(plan), options));
   }
   absl::StatusOr<internal::V1Layout> layout = internal::ResolveV1Layout(options);
   if (!layout.ok()) {
@@ -36,6 +53,18 @@ absl::StatusOr<std::unique_ptr<CgroupDriver>> ProbeCgroupDriver(const CgroupProb
   }
   return std::unique_ptr<CgroupDriver>(
       std::make_unique<internal::CgroupV1Driver>(*std::move(layout), options.name_prefix));
+}
+
+absl::Status CannotApplyLimits(const absl::Status& why) {
+  // The v2 placement's reasons end with the fixes that fit the host.
+  if (absl::StrContains(why.message(), "Fix:")) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot apply the memory/pids/cpu limits: ", why.message()));
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "cannot apply the memory/pids/cpu limits: ", why.message(),
+      ". Run as root, delegate a cgroup to this user, or pass --allow-unlimited to run "
+      "without limits"));
 }
 
 absl::StatusOr<std::vector<StaleCgroup>> SweepStaleCgroupsEverywhere(

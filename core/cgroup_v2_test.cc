@@ -35,6 +35,7 @@ class FakeCgroup2Tree : public ::testing::Test {
     WriteAll(root_ / "cgroup.controllers", "cpuset cpu io memory hugetlb pids rdma misc\n");
     WriteAll(own_ / "cgroup.controllers", "cpu memory pids\n");
     WriteAll(own_ / "cgroup.subtree_control", "");
+    WriteAll(own_ / "cgroup.procs", absl::StrCat(getpid(), "\n"));
     WriteAll(base_ / "self_cgroup", "0::/work.slice\n");
     options_.mount_root = root_.string();
     options_.self_cgroup_file = (base_ / "self_cgroup").string();
@@ -74,7 +75,7 @@ TEST_F(FakeCgroup2Tree, ProbeNamesTheMissingControllers) {
   absl::StatusOr<std::unique_ptr<CgroupDriver>> driver = ProbeCgroupDriver(options_);
   ASSERT_FALSE(driver.ok());
   EXPECT_EQ(driver.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_TRUE(absl::StrContains(driver.status().message(), "lacks pids, cpu")) << driver.status();
+  EXPECT_TRUE(absl::StrContains(driver.status().message(), "not given pids, cpu")) << driver.status();
   EXPECT_TRUE(absl::StrContains(driver.status().message(), own_.string())) << driver.status();
 }
 
@@ -280,7 +281,7 @@ TEST_F(FakeCgroup2Tree, MkdirDenialIsPermissionDeniedNamingThePath) {
   }
   WriteAll(own_ / "cgroup.subtree_control", "memory pids cpu\n");
   fs::permissions(own_, fs::perms::owner_read | fs::perms::owner_exec);
-  internal::CgroupV2Driver driver(own_.string(), "zygo-");
+  internal::CgroupV2Driver driver(internal::FixedV2Placement(own_.string()), options_);
   absl::StatusOr<std::unique_ptr<Cgroup>> cgroup = driver.Create({});
   fs::permissions(own_, fs::perms::owner_all);
   ASSERT_EQ(cgroup.status().code(), absl::StatusCode::kPermissionDenied) << cgroup.status();

@@ -18,6 +18,7 @@
 #include <optional>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/base/child_report.h"
 #include "core/base/errno_status.h"
@@ -164,10 +165,7 @@ absl::StatusOr<std::unique_ptr<Cgroup>> MakeCgroup(const Plan& plan, CgroupDrive
     why = cgroup.status();
   }
   if (plan.spec.allow_unlimited) return std::unique_ptr<Cgroup>();
-  return absl::FailedPreconditionError(absl::StrCat(
-      "cannot apply the memory/pids/cpu limits: ", why.message(),
-      ". Run as root, delegate a cgroup to this user, or pass --allow-unlimited to run "
-      "without limits"));
+  return CannotApplyLimits(why);
 }
 
 class Run {
@@ -347,9 +345,12 @@ class Run {
     reaped_ = true;
     auto end = Clock::now();
     Outcome outcome;
-    outcome.memory_bytes = plan_.cgroup_limits.memory_bytes;
-    outcome.cpus = plan_.cgroup_limits.cpus;
-    outcome.pids_limit = plan_.cgroup_limits.pids_max;
+    if (cgroup_ != nullptr) {
+      outcome.limits_applied = true;
+      outcome.memory_bytes = plan_.cgroup_limits.memory_bytes;
+      outcome.cpus = plan_.cgroup_limits.cpus;
+      outcome.pids_limit = plan_.cgroup_limits.pids_max;
+    }
     outcome.timeout_ms = plan_.spec.timeout_ms;
     outcome.net_mode = NetModeName(plan_.spec.net);
     outcome.allow = plan_.spec.allow;
@@ -481,7 +482,11 @@ absl::StatusOr<Outcome> Launch(const Plan& plan, CgroupDriver* driver,
     ZYGO_ASSIGN_OR_RETURN(cgroup, MakeCgroup(plan, driver));
   }
   Run run(plan, std::move(cgroup), options);
-  return run.Execute();
+  absl::StatusOr<Outcome> outcome = run.Execute();
+  if (outcome.ok() && outcome->limits_applied && driver != nullptr) {
+    outcome->cgroup_placement = CgroupPlacementName(driver->placement().kind);
+  }
+  return outcome;
 }
 
 }  // namespace zygo::core

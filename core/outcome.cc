@@ -68,7 +68,9 @@ std::string OutcomeToJson(const Outcome& o) {
         {"cpus", o.cpus},
         {"pids", o.pids_limit},
         {"timeout_ms", o.timeout_ms}}},
+      {"limits_applied", o.limits_applied},
       {"cgroup_driver", o.cgroup_driver},
+      {"cgroup_placement", o.cgroup_placement},
       {"network", {{"mode", o.net_mode}, {"allow", o.allow}}},
   };
   if (!o.error.empty()) json["error"] = o.error;

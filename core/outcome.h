@@ -56,12 +56,15 @@ struct Outcome {
   bool denials_explained = false;
   std::vector<SeccompDenial> seccomp_denials;
 
-  // The limits as applied.
+  // The limits as applied: memory, cpus and pids only when the sandbox had a cgroup
+  // (limits_applied); without one (--allow-unlimited) they are 0.
+  bool limits_applied = false;
   int64_t memory_bytes = 0;
   double cpus = 0;
   int64_t pids_limit = 0;
   int64_t timeout_ms = 0;
   std::string cgroup_driver = "none";
+  std::string cgroup_placement = "none";  // CgroupPlacementName, when limits_applied
 
   // The network as applied: "none", "egress", "full" or "host", and egress's allowlist.
   std::string net_mode = "none";

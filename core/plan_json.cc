@@ -85,7 +85,7 @@ Json NamespacesJson(uint64_t flags) {
 
 }  // namespace
 
-std::string PlanToJson(const Plan& plan, const std::string& cgroup_driver) {
+std::string PlanToJson(const Plan& plan, const CgroupChoice& cgroup) {
   const Spec& spec = plan.spec;
   Json landlock_rules = Json::array();
   for (const LandlockRule& rule : plan.landlock.rules) {
@@ -111,7 +111,9 @@ std::string PlanToJson(const Plan& plan, const std::string& cgroup_driver) {
       {"allow", spec.allow},
       {"mounts", MountsJson(plan.mounts)},
       {"cgroup",
-       {{"driver", cgroup_driver},
+       {{"driver", cgroup.driver},
+        {"placement", cgroup.placement},
+        {"placement_detail", cgroup.detail},
         {"memory_bytes", plan.cgroup_limits.memory_bytes},
         {"pids_max", plan.cgroup_limits.pids_max},
         {"cpus", plan.cgroup_limits.cpus},

@@ -8,8 +8,14 @@
 
 namespace zygo::core {
 
-// `cgroup_driver` is "v1", "v2" or "none" (what a run would use on this host).
-std::string PlanToJson(const Plan& plan, const std::string& cgroup_driver);
+// What a run would use on this host for the limits.
+struct CgroupChoice {
+  std::string driver = "none";     // "v1", "v2" or "none"
+  std::string placement = "none";  // CgroupPlacementName
+  std::string detail;              // where, and why there; or why no cgroup can be made
+};
+
+std::string PlanToJson(const Plan& plan, const CgroupChoice& cgroup);
 
 }  // namespace zygo::core
 

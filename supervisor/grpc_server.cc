@@ -61,6 +61,7 @@ void ToProto(const RequestOutcome& outcome, v1::Outcome* out) {
   out->set_wall_ms(outcome.wall_ms);
   out->set_seccomp_syscall(outcome.seccomp_syscall);
   out->set_seccomp_arch(outcome.seccomp_arch);
+  out->set_limits_applied(outcome.limits_applied);
 }
 
 void ToProto(const PhaseTimings& timings, v1::Timings* out) {
@@ -152,13 +153,11 @@ class GrpcZygoService final : public v1::Zygo::WithCallbackMethod_Exec<v1::Zygo:
     return grpc::Status::OK;
   }
 
-  grpc::Status Down(grpc::ServerContext*, const v1::DownRequest* request,
-                    v1::DownReply*) override {
+  grpc::Status Down(grpc::ServerContext*, const v1::DownRequest* request, v1::DownReply*) override {
     return ToGrpcStatus(service_->Down(request->name()));
   }
 
-  grpc::Status List(grpc::ServerContext*, const v1::ListRequest*,
-                    v1::ListReply* reply) override {
+  grpc::Status List(grpc::ServerContext*, const v1::ListRequest*, v1::ListReply* reply) override {
     for (const FunctionInfo& info : service_->List()) ToProto(info, reply->add_functions());
     return grpc::Status::OK;
   }
@@ -202,8 +201,8 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Listen(const std::string
     return absl::UnavailableError(
         absl::StrCat("gRPC could not listen on unix:", socket_path, " (see its log above)"));
   }
-  auto result = absl::WrapUnique(
-      new GrpcServer(socket_path, std::move(grpc_service), std::move(server)));
+  auto result =
+      absl::WrapUnique(new GrpcServer(socket_path, std::move(grpc_service), std::move(server)));
   if (::chmod(socket_path.c_str(), 0600) != 0) {
     absl::Status status = base::ErrnoStatus(errno, absl::StrCat("chmod(", socket_path, ", 0600)"));
     result->Shutdown();
@@ -212,8 +211,7 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Listen(const std::string
   return result;
 }
 
-GrpcServer::GrpcServer(std::string socket_path,
-                       std::unique_ptr<internal::GrpcZygoService> service,
+GrpcServer::GrpcServer(std::string socket_path, std::unique_ptr<internal::GrpcZygoService> service,
                        std::unique_ptr<grpc::Server> server)
     : socket_path_(std::move(socket_path)),
       service_(std::move(service)),

@@ -19,7 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
-#include "cli/helper_binary.h"
+#include "core/base/helper_binary.h"
 #include "core/base/sys/fs.h"
 #include "core/base/sys/sched_attr.h"
 #include "core/cgroup.h"
@@ -230,6 +230,22 @@ void RemoveStaleCgroups(core::CgroupDriver& cgroups) {
           removed.size(), removed.size() == 1 ? "" : "s", absl::StrJoin(removed, ", ").c_str());
 }
 
+// The host's cgroup driver, put in place and tried once (a cgroup made with limits and
+// removed again), so that a host where no limit can be applied is refused at start, not
+// at every request. Stale cgroups of killed supervisors are removed first.
+absl::StatusOr<std::unique_ptr<core::CgroupDriver>> PrepareCgroups() {
+  absl::StatusOr<std::unique_ptr<core::CgroupDriver>> driver =
+      core::ProbeCgroupDriver({.purpose = "zygo serve"});
+  if (!driver.ok()) return driver.status();
+  if (absl::Status placed = (*driver)->Prepare(); !placed.ok()) return placed;
+  RemoveStaleCgroups(**driver);
+  absl::StatusOr<std::unique_ptr<core::Cgroup>> trial =
+      (*driver)->Create({.memory_bytes = 64 << 20, .pids_max = 16, .cpus = 0.5});
+  if (!trial.ok()) return trial.status();
+  if (absl::Status removed = (*trial)->Destroy(); !removed.ok()) return removed;
+  return driver;
+}
+
 // Raises the soft RLIMIT_NOFILE to the hard one (the soft limit is often 1,024, which a
 // few hundred idle clients used to exhaust) and returns the soft limit now in force.
 uint64_t RaiseOpenFileLimit() {
@@ -244,7 +260,7 @@ uint64_t RaiseOpenFileLimit() {
 }
 
 std::string FindAgent(const char* name) {
-  absl::StatusOr<std::string> found = cli::FindHelperBinary(
+  absl::StatusOr<std::string> found = base::FindHelperBinary(
       name, absl::StrCat("agents/", absl::StrContains(name, "python") ? "python" : "exec"),
       "a warm-function agent");
   return found.ok() ? *found : "";
@@ -267,8 +283,10 @@ int Serve(const ServeFlags& flags) {
   absl::StatusOr<std::unique_ptr<StateStore>> store = StateStore::Open(state_dir);
   if (!store.ok()) return Fail(std::string(store.status().message()));
 
-  absl::StatusOr<std::unique_ptr<core::CgroupDriver>> cgroups = core::ProbeCgroupDriver();
-  if (cgroups.ok()) RemoveStaleCgroups(**cgroups);
+  absl::StatusOr<std::unique_ptr<core::CgroupDriver>> cgroups = PrepareCgroups();
+  if (!cgroups.ok() && !flags.allow_unlimited) {
+    return Fail(std::string(core::CannotApplyLimits(cgroups.status()).message()));
+  }
   SupervisorOptions options;
   options.workers = flags.workers;
   options.code_policy = BuildCodePolicy(flags, state_dir, {http_socket, grpc_socket});
@@ -277,16 +295,12 @@ int Serve(const ServeFlags& flags) {
   options.host.python_agent = FindAgent("zygo-agent-python");
   options.host.exec_agent = FindAgent("zygo-agent-exec");
   absl::StatusOr<std::string> network_helper =
-      cli::FindHelperBinary("zygo-net", "net", "the network helper for egress/full functions");
+      base::FindHelperBinary("zygo-net", "net", "the network helper for egress/full functions");
   if (network_helper.ok()) options.host.network_helper = *network_helper;
   // The same test hooks as `zygo run`: a test's pasta and fake DNS server.
   if (const char* pasta = getenv("ZYGO_PASTA"); pasta != nullptr) options.host.pasta_path = pasta;
   if (const char* dns = getenv("ZYGO_DNS_UPSTREAM"); dns != nullptr) {
     options.host.dns_upstream = dns;
-  }
-  if (!cgroups.ok() && !flags.allow_unlimited) {
-    return Fail(absl::StrCat("no usable cgroups (", cgroups.status().message(),
-                             "); run as root, delegate a cgroup, or pass --allow-unlimited"));
   }
   std::vector<std::string> warnings;
   absl::StatusOr<std::unique_ptr<SupervisorService>> service =
@@ -309,6 +323,14 @@ int Serve(const ServeFlags& flags) {
 
   printf("zygo serve: listening on %s (HTTP/JSON) and %s (gRPC); state in %s\n",
          http_socket.c_str(), grpc_socket.c_str(), state_dir.c_str());
+  if (cgroups.ok()) {
+    printf("  limits: cgroup %s, %s\n", (*cgroups)->name(), (*cgroups)->placement().detail.c_str());
+  } else {
+    printf(
+        "  limits: NONE (--allow-unlimited): functions run without memory, pids or cpu "
+        "limits, and every reply's outcome says limits_applied false; %s\n",
+        std::string(cgroups.status().message()).c_str());
+  }
   printf(
       "  HTTP: up to %zu connections, %zu per client (open files: %llu); requests within "
       "%s, idle connections closed after %s; events up to %zu bytes\n",

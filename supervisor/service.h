@@ -60,6 +60,8 @@ struct RequestOutcome {
   // seccomp_killed: the call the request was killed for, and its ABI ("i386", "x32").
   std::string seccomp_syscall;
   std::string seccomp_arch;
+  // False when it ran without a cgroup of its own (--allow-unlimited, no usable cgroups).
+  bool limits_applied = false;
 };
 
 // The reply to one request. `status` is OK when the request ran (even if the handler

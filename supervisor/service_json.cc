@@ -41,7 +41,7 @@ json OutcomeValue(const RequestOutcome& outcome) {
   json value{{"status", outcome.status},         {"exit_code", outcome.exit_code},
              {"signal", outcome.signal},         {"timed_out", outcome.timed_out},
              {"oom_killed", outcome.oom_killed}, {"peak_rss_kb", outcome.peak_rss_kb},
-             {"wall_ms", outcome.wall_ms}};
+             {"wall_ms", outcome.wall_ms},       {"limits_applied", outcome.limits_applied}};
   if (!outcome.seccomp_syscall.empty()) {
     value["seccomp_kill"] = {{"syscall", outcome.seccomp_syscall}, {"arch", outcome.seccomp_arch}};
   }

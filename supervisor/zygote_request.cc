@@ -368,6 +368,7 @@ void Zygote::Run(const SpareRequest& request, const CancelSignal& cancel,
     seccomp_kill = TakeSeccompKill(spare->sandbox_pid, absl::Milliseconds(200));
   }
   DescribeEnd(answer, status, usage, seccomp_kill, &reply);
+  reply.outcome.limits_applied = spare->cgroup != nullptr;
   const bool clean_end = answer.ending == Ending::kDone || answer.ending == Ending::kFailed;
   reply.stdout_data = ReadCaptured(out, &reply.stdout_truncated);
   reply.stderr_data = ReadCaptured(err, &reply.stderr_truncated);

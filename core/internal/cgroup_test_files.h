@@ -29,6 +29,12 @@ inline void WriteAll(const std::filesystem::path& path, const std::string& conte
   ASSERT_TRUE(out.good()) << path;
 }
 
+inline int CountSubdirectories(const std::filesystem::path& dir) {
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) count += entry.is_directory();
+  return count;
+}
+
 // $TEST_TMPDIR/<suite>-<pid>-<test name>, emptied.
 inline std::filesystem::path FreshScratchDir(const std::string& suite) {
   const char* tmp = std::getenv("TEST_TMPDIR");

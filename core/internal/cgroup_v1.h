@@ -60,6 +60,9 @@ class CgroupV1Driver : public CgroupDriver {
   CgroupV1Driver(V1Layout layout, std::string name_prefix);
 
   CgroupVersion version() const override { return CgroupVersion::kV1; }
+  // Below the caller's own cgroups: v1 has no rule against processes beside child cgroups.
+  CgroupPlacement placement() const override;
+  absl::Status Prepare() override { return absl::OkStatus(); }
 
   // mkdirs "<prefix><pid>-<n>" in every hierarchy of the layout and writes the limits
   // (a zero field leaves that controller unlimited). Needs write access to the

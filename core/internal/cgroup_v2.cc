@@ -1,5 +1,5 @@
-// The cgroup v2 driver: enable the controllers for our children, make one directory,
-// write the limits, hold an fd for CLONE_INTO_CGROUP, read usage from its event files.
+// The cgroup v2 driver: make one directory where the placement says, write the limits,
+// hold an fd for CLONE_INTO_CGROUP, read usage from its event files.
 #include "core/internal/cgroup_v2.h"
 
 #include <errno.h>
@@ -21,6 +21,7 @@
 #include "core/base/unique_fd.h"
 #include "core/internal/cgroup_fs.h"
 #include "core/internal/cgroup_sweep.h"
+#include "core/internal/cgroup_v2_tree.h"
 
 namespace zygo::core::internal {
 namespace {
@@ -28,45 +29,8 @@ namespace {
 namespace sys = ::zygo::base::sys;
 using ::zygo::base::UniqueFd;
 
-constexpr const char* kControllers[] = {"memory", "pids", "cpu"};
-
 std::vector<std::string> Words(absl::string_view text) {
   return absl::StrSplit(text, absl::ByAnyChar(" \t\n"), absl::SkipEmpty());
-}
-
-// Those of kControllers that the space-separated `listed` lacks, in kControllers' order.
-std::vector<std::string> MissingControllers(absl::string_view listed) {
-  const std::vector<std::string> words = Words(listed);
-  std::vector<std::string> missing;
-  for (const char* controller : kControllers) {
-    if (std::find(words.begin(), words.end(), controller) == words.end()) {
-      missing.emplace_back(controller);
-    }
-  }
-  return missing;
-}
-
-// Controllers reach a child only when its parent lists them in cgroup.subtree_control.
-// Writes just the missing ones, so that a parent set up by its owner is left alone.
-absl::Status EnableControllers(const std::string& parent_dir) {
-  const std::string path = absl::StrCat(parent_dir, "/cgroup.subtree_control");
-  ZYGO_ASSIGN_OR_RETURN(std::string content, sys::ReadFile(path));
-  std::vector<std::string> to_enable = MissingControllers(content);
-  if (to_enable.empty()) return absl::OkStatus();
-  const std::string value = absl::StrJoin(
-      to_enable, " ",
-      [](std::string* out, const std::string& name) { absl::StrAppend(out, "+", name); });
-  absl::Status written = WriteControlFile(path, value, IfMissing::kFail);
-  if (sys::ErrnoOf(written) == EBUSY) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "write(", path, ", \"", value,
-        "\"): EBUSY: cgroup v2's no-internal-process rule forbids enabling controllers "
-        "for the children of a (non-root) cgroup that has processes of its own, and ",
-        parent_dir,
-        " has some; run the supervisor in a leaf cgroup of a delegated subtree "
-        "(e.g. move itself into <own cgroup>/supervisor first) so its parent has none"));
-  }
-  return written;
 }
 
 // ---- the cgroup
@@ -210,7 +174,7 @@ absl::StatusOr<std::unique_ptr<Cgroup>> CgroupV2::CreateChild(const CgroupLimits
   ZYGO_RETURN_IF_ERROR(CheckLimits(limits));
   ZYGO_ASSIGN_OR_RETURN(const std::string name, NewCgroupName(prefix));
   // Fails with EBUSY (explained) while this cgroup holds processes of its own.
-  ZYGO_RETURN_IF_ERROR(EnableControllers(dir_));
+  ZYGO_RETURN_IF_ERROR(EnableControllers(dir_).status());
   const std::string dir = absl::StrCat(dir_, "/", name);
   ZYGO_RETURN_IF_ERROR(MakeCgroupDir(dir));
   auto child = std::make_unique<CgroupV2>(dir);
@@ -243,45 +207,26 @@ bool IsCgroup2Root(const std::string& root) {
   return PathExists(absl::StrCat(root, "/cgroup.controllers"));
 }
 
-absl::StatusOr<std::string> ResolveV2Parent(const CgroupProbeOptions& options) {
-  ZYGO_ASSIGN_OR_RETURN(std::string self, sys::ReadFile(options.self_cgroup_file));
-  ZYGO_ASSIGN_OR_RETURN(std::string own, ParseV2SelfCgroup(self));
-  // A cgroup outside our cgroup namespace shows as "/.."; we could not reach it.
-  if (HasDotDot(own)) {
-    return absl::FailedPreconditionError(absl::StrCat("own cgroup \"", own, "\" (",
-                                                      options.self_cgroup_file,
-                                                      ") is outside this cgroup namespace"));
-  }
-  const std::string parent = CgroupDir(options.mount_root, own);
-  const std::string controllers_path = absl::StrCat(parent, "/cgroup.controllers");
-  ZYGO_ASSIGN_OR_RETURN(std::string controllers, sys::ReadFile(controllers_path));
-  const std::vector<std::string> missing = MissingControllers(controllers);
-  if (!missing.empty()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(controllers_path, " lacks ", absl::StrJoin(missing, ", "), " (has: \"",
-                     absl::StripAsciiWhitespace(controllers),
-                     "\"); the parent cgroup must delegate memory, pids and cpu to ours"));
-  }
-  return parent;
-}
-
-CgroupV2Driver::CgroupV2Driver(std::string parent_dir, std::string name_prefix,
-                               std::string mount_root)
-    : parent_dir_(std::move(parent_dir)),
-      name_prefix_(std::move(name_prefix)),
-      mount_root_(std::move(mount_root)) {}
+CgroupV2Driver::CgroupV2Driver(V2PlacementPlan plan, CgroupProbeOptions options)
+    : name_prefix_(options.name_prefix),
+      mount_root_(options.mount_root),
+      placement_(std::move(plan), std::move(options)) {}
 
 std::vector<StaleCgroup> CgroupV2Driver::SweepStale(const StaleSweepOptions& options) {
-  return SweepStaleCgroups(CgroupVersion::kV2, {{parent_dir_, mount_root_}}, name_prefix_, options);
+  // A systemd scope not started yet is new: nothing in it can be stale.
+  if (parent_dir().empty()) return {};
+  return SweepStaleCgroups(CgroupVersion::kV2, {{parent_dir(), mount_root_}}, name_prefix_,
+                           options);
 }
 
 absl::StatusOr<std::unique_ptr<Cgroup>> CgroupV2Driver::Create(const CgroupLimits& limits) {
   ZYGO_RETURN_IF_ERROR(CheckLimits(limits));
+  ZYGO_RETURN_IF_ERROR(Prepare());
   ZYGO_ASSIGN_OR_RETURN(const std::string name, NewCgroupName(name_prefix_));
   // Must precede the mkdir: a child gets only the controllers enabled in its parent.
-  ZYGO_RETURN_IF_ERROR(EnableControllers(parent_dir_));
+  ZYGO_RETURN_IF_ERROR(EnableControllers(parent_dir()).status());
   SweepStale({.remove = true});
-  const std::string dir = absl::StrCat(parent_dir_, "/", name);
+  const std::string dir = absl::StrCat(parent_dir(), "/", name);
   ZYGO_RETURN_IF_ERROR(MakeCgroupDir(dir));
   auto cgroup = std::make_unique<CgroupV2>(dir);
   // On failure, `cgroup`'s destructor removes the directory.

@@ -1,5 +1,5 @@
-// The cgroup v2 driver: one directory below the caller's own cgroup, held open so that
-// clone3(CLONE_INTO_CGROUP) starts the child inside it.
+// The cgroup v2 driver: one directory per sandbox where its placement says, held open so
+// that clone3(CLONE_INTO_CGROUP) starts the child inside it.
 #ifndef ZYGO_CORE_INTERNAL_CGROUP_V2_H_
 #define ZYGO_CORE_INTERNAL_CGROUP_V2_H_
 
@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/cgroup.h"
+#include "core/internal/cgroup_v2_placement.h"
 
 namespace zygo::core::internal {
 
@@ -25,37 +26,30 @@ absl::StatusOr<std::string> ParseV2SelfCgroup(absl::string_view content);
 // build fake trees. Parent side; reads only.
 bool IsCgroup2Root(const std::string& root);
 
-// The caller's own cgroup directory below options.mount_root, after checking that its
-// cgroup.controllers offers memory, pids and cpu. FailedPrecondition names what is
-// missing. Reads only; parent side.
-absl::StatusOr<std::string> ResolveV2Parent(const CgroupProbeOptions& options);
-
 class CgroupV2Driver : public CgroupDriver {
  public:
-  // `parent_dir`: the caller's own cgroup directory, below the cgroup2 mount `mount_root`;
-  // `name_prefix` must not contain '/'.
-  CgroupV2Driver(std::string parent_dir, std::string name_prefix,
-                 std::string mount_root = "/sys/fs/cgroup");
+  // `plan`: from PlanV2Placement(options); options.name_prefix must not contain '/'.
+  CgroupV2Driver(V2PlacementPlan plan, CgroupProbeOptions options);
 
   CgroupVersion version() const override { return CgroupVersion::kV2; }
+  CgroupPlacement placement() const override { return placement_.placement(); }
+  absl::Status Prepare() override { return placement_.Prepare(); }
 
-  // Enables +memory +pids +cpu in the parent's cgroup.subtree_control when they are not
-  // enabled yet (the one write outside our own directory, and only to the caller's own
-  // cgroup), mkdirs "<prefix><pid>-<n>", writes the limits (a zero field leaves that
-  // controller at "max") and opens the directory for clone_into_fd(). Needs write
-  // access to the caller's own cgroup (root, or a delegated subtree), and that cgroup
-  // must hold no processes unless the controllers are already enabled
-  // (the no-internal-process rule).
+  // Prepare()s, enables +memory +pids +cpu in the parent's cgroup.subtree_control when
+  // they are not enabled yet, mkdirs "<prefix><pid>-<n>", writes the limits (a zero field
+  // leaves that controller at "max") and opens the directory for clone_into_fd().
   absl::StatusOr<std::unique_ptr<Cgroup>> Create(const CgroupLimits& limits) override;
 
+  // Beside where Create makes cgroups (nothing before a systemd scope is started).
   std::vector<StaleCgroup> SweepStale(const StaleSweepOptions& options) override;
 
-  const std::string& parent_dir() const { return parent_dir_; }
+  // Where Create makes cgroups ("" before Prepare() for a systemd scope).
+  const std::string& parent_dir() const { return placement_.placement().parent_dir; }
 
  private:
-  std::string parent_dir_;
   std::string name_prefix_;
   std::string mount_root_;
+  V2Placement placement_;  // last: undone before anything else of the driver goes
 };
 
 }  // namespace zygo::core::internal

@@ -125,6 +125,13 @@ absl::Status RemoveDirectory(const std::string& path) {
   return Failed(err, absl::StrCat("rmdir(", path, ")"));
 }
 
+absl::Status CheckWritable(const std::string& path) {
+  const auto [rc, err] =
+      RetryOnEintr([&] { return ::faccessat(AT_FDCWD, path.c_str(), W_OK, AT_EACCESS); });
+  if (rc == 0) return absl::OkStatus();
+  return Failed(err, absl::StrCat("access(", path, ", W_OK)"));
+}
+
 absl::StatusOr<struct stat> Stat(const std::string& path) {
   struct stat st;
   const auto [rc, err] = RetryOnEintr([&] { return ::stat(path.c_str(), &st); });

@@ -58,6 +58,10 @@ absl::Status MakeDirectory(const std::string& path, mode_t mode);
 // rmdir(path).
 absl::Status RemoveDirectory(const std::string& path);
 
+// access(path, W_OK) with the effective ids (faccessat AT_EACCESS): OK when this process
+// may write `path`, as the kernel would decide for an open or mkdir.
+absl::Status CheckWritable(const std::string& path);
+
 // stat(path), following symlinks.
 absl::StatusOr<struct stat> Stat(const std::string& path);
 

@@ -1,4 +1,4 @@
-#include "cli/helper_binary.h"
+#include "core/base/helper_binary.h"
 
 #include <limits.h>
 #include <string.h>
@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace zygo::cli {
+namespace zygo::base {
 
 absl::StatusOr<std::string> FindHelperBinary(absl::string_view name, absl::string_view package,
                                              absl::string_view what) {
@@ -24,4 +24,4 @@ absl::StatusOr<std::string> FindHelperBinary(absl::string_view name, absl::strin
   return absl::NotFoundError(absl::StrCat(name, " (", what, ") is not installed next to zygo"));
 }
 
-}  // namespace zygo::cli
+}  // namespace zygo::base
