@@ -78,7 +78,10 @@ check_run_true() {
 
 check_oom() {
   z oom run --outcome "$W/oom.json" -m 64m host /usr/bin/python3 -c 'b = b"x" * (512 << 20)'
-  local rc=${RC[oom]}
+  local rc=${RC[oom]} json
+  json=$(rd "$W/oom.json")
+  [[ $json =~ (\"limits_applied\":\ *[a-z]+).*(\"cgroup_placement\":\ *\"[^\"]*\") ]] &&
+    info "$P: outcome: ${BASH_REMATCH[1]}, ${BASH_REMATCH[2]}"
   if [ "$rc" = 125 ]; then
     judge_refusal "$P.oom" oom
   elif [ "$rc" != 137 ]; then

@@ -14,7 +14,7 @@ LANE=$(cd "$(dirname "$OUT")/lane" && pwd)
 START=$(now)
 export ZYGO ZYGO_BIN LANE OUT
 export V2_PLACES=${V2_PLACES:-root container container-alone service session user ssh}
-UNIT_TESTS=${V2_UNIT_TESTS:-cgroup_v2_test cgroup_driver_test cgroup_sweep_test limits_escape_test stale_cgroup_test}
+UNIT_TESTS=${V2_UNIT_TESTS:-cgroup_v2_test cgroup_v2_placement_test cgroup_driver_test cgroup_sweep_test limits_escape_test stale_cgroup_test}
 
 # The host's root reaches the guest as-is: drop what says "container" (this machine's
 # /.dockerenv would make systemd a container's init) and give uid 1000 to our own user.

@@ -44,7 +44,11 @@ place_session() {
 
 # The guest's root, without its mounts, as the containers' directory tree (nspawn will
 # not run on / itself); --volatile=overlay keeps what a container writes to itself.
-NSPAWN=(systemd-nspawn --quiet --pipe --link-journal=no --directory="$WORK/root" --volatile=overlay
+# /proc/sys and /sys writable, as `docker run --privileged` has them, so that what the
+# container places judge is where cgroups go; nspawn's default (/proc/sys read-only) is
+# checked once, by container.nspawn-default.
+NSPAWN=(env SYSTEMD_NSPAWN_API_VFS_WRITABLE=1
+        systemd-nspawn --quiet --pipe --link-journal=no --directory="$WORK/root" --volatile=overlay
         --bind-ro="$LANE" --kill-signal=SIGTERM --setenv=ZYGO="$ZYGO")
 container_root() {
   mkdir -p "$WORK/root"
@@ -64,9 +68,24 @@ probe_container_root() {
       "enabling +memory +pids +cpu: $(echo "+memory +pids +cpu" 2>&1 > cgroup.subtree_control && echo ok)"' 2>&1
 }
 
+# zygo run as the entry point of a container as nspawn makes it by default (/proc/sys
+# read-only, as docker without --privileged has it).
+check_nspawn_default() {
+  local out rc
+  out=$(systemd-nspawn --quiet --pipe --link-journal=no --directory="$WORK/root" \
+    --volatile=overlay --machine=v2lane-default "$ZYGO" run host /bin/true 2>&1 < /dev/null)
+  rc=$?
+  if [ "$rc" = 0 ]; then
+    pass container.nspawn-default "zygo run host /bin/true: 0"
+  else
+    fail container.nspawn-default "zygo run host /bin/true exited $rc: ${out:0:320}"
+  fi
+}
+
 place_container() {
   container_root
   probe_container_root
+  check_nspawn_default
   local w=$WORK/container
   mkdir -p "$w"
   "${NSPAWN[@]}" --machine=v2lane-container --bind="$w" --setenv=V2L_WORK="$w" \
@@ -88,12 +107,22 @@ EOF
 }
 
 place_service() {
-  local w=$WORK/service
+  local w=$WORK/service sock
   mkdir -p "$w"
-  systemd-run --quiet --unit=zygo --service-type=exec -p Delegate=yes \
-    "$ZYGO" serve --listen "$w/zygo.sock" --state-dir "$w/state" --no-demo
+  if [ -f "$LANE/zygo.service" ]; then
+    # The shipped unit, installed as docs/supervisor.md says (zygo in /usr/local/bin).
+    ln -sf "$ZYGO" /usr/local/bin/zygo
+    cp "$LANE/zygo.service" /etc/systemd/system/zygo.service
+    systemctl daemon-reload
+    systemctl start zygo.service
+    sock=/run/zygo/zygo.sock
+  else
+    systemd-run --quiet --unit=zygo --service-type=exec -p Delegate=yes \
+      "$ZYGO" serve --listen "$w/zygo.sock" --state-dir "$w/state" --no-demo
+    sock=$w/zygo.sock
+  fi
   for _ in $(seq 240); do
-    [ -S "$w/zygo.sock" ] && "$ZYGO" ls --socket "$w/zygo.sock" > /dev/null 2>&1 && break
+    [ -S "$sock" ] && "$ZYGO" ls --socket "$sock" > /dev/null 2>&1 && break
     systemctl -q is-active zygo.service || break
     sleep 0.5
   done
@@ -117,14 +146,13 @@ exec systemd-run --quiet --wait --pipe --collect --service-type=exec -p Delegate
   --unit="v2lane-run-$$" "$@"
 EOF
   chmod 755 "$w/wrap"
-  if [ -S "$w/zygo.sock" ]; then
-    V2L_WRAP="$w/wrap" V2L_WORK="$w" V2L_SOCKET="$w/zygo.sock" bash "$LANE/checks.sh" service
-  else
-    V2L_WRAP="$w/wrap" V2L_WORK="$w" V2L_SOCKET=/nonexistent bash "$LANE/checks.sh" service
-  fi
+  V2L_WRAP="$w/wrap" V2L_WORK="$w" V2L_SOCKET="$sock" bash "$LANE/checks.sh" service
   systemctl stop zygo.service
-  info "service: zygo.service stopped: $(systemctl show -P Result zygo.service 2>/dev/null) $(journalctl -q -u zygo.service -n 2 --no-pager 2>&1 | tr '\n' ' ')"
+  info "service: zygo.service stopped: $(systemctl show -P Result zygo.service 2>/dev/null);" \
+    "its log: $(journalctl -q -u zygo.service -n 12 --no-pager -o cat 2>&1 | tr '\n' ' ' | cut -c1-900)"
   systemctl reset-failed zygo.service 2> /dev/null
+  rm -f /etc/systemd/system/zygo.service /usr/local/bin/zygo
+  systemctl daemon-reload
 }
 
 # The user manager of uid 1000, as after a login (linger, enabled at the start: it

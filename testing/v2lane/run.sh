@@ -35,14 +35,25 @@ summary() {  # summary PASSED FAILED
 [ -x "$BIN/cli/zygo" ] || { echo "FAIL v2lane.binaries: no $BIN/cli/zygo"; summary 0 1; }
 
 RUN=${RUN:-${V2LANE_CACHE:-/tmp/v2lane}/runs/lane-$(date +%Y%m%d-%H%M%S)}
-rm -rf "$RUN/lane" "$RUN/tests" "$RUN/out"
+rm -rf "$RUN/lane" "$RUN/tests" "$RUN/out" "$RUN/bin"
 mkdir -p "$RUN/lane/fn" "$RUN/tests"
 RUN=$(cd "$RUN" && pwd)
 cp "$HERE"/lib.sh "$HERE"/checks.sh "$HERE"/warm.sh "$HERE"/places.sh "$RUN/lane/"
 cp "$HERE"/fn/handler.py "$HERE"/fn/v2fn.toml "$RUN/lane/fn/"
+# The shipped unit file, which the service place installs as it is.
+[ -f "$REPO/supervisor/zygo.service" ] && cp "$REPO/supervisor/zygo.service" "$RUN/lane/"
+# Helpers run-guest.sh does not know of, in bazel-bin's layout beside the ones it copies
+# (zygo finds them as ../PACKAGE/NAME from cli/zygo).
+for h in core/zygo-scope; do
+  if [ -f "$BIN/$h" ]; then
+    install -D -m 755 "$BIN/$h" "$RUN/bin/$h"
+  else
+    echo "run.sh: warning: $BIN/$h is missing" >&2
+  fi
+done
 # The tests' runfiles, copied (not linked into Bazel's output base) so that a rebuild
 # while the guest runs changes nothing under it.
-for t in core/cgroup_v2_test core/cgroup_driver_test core/cgroup_sweep_test \
+for t in core/cgroup_v2_test core/cgroup_v2_placement_test core/cgroup_driver_test core/cgroup_sweep_test \
          security_tests/limits_escape_test security_tests/stale_cgroup_test; do
   if [ -d "$BIN/$t.runfiles" ]; then
     cp -rL "$BIN/$t.runfiles" "$RUN/tests/"

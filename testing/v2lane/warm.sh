@@ -135,6 +135,10 @@ check_warm() {
     esac
     own=1
     pass "$P.warm-serve"
+    local l
+    while IFS= read -r l; do
+      [[ $l == *limits:* ]] && info "$P: zygo serve says: ${l#"${l%%[! ]*}"}"
+    done < "$W/serve.out"
   fi
   mkdir -p "$W/fn"
   cp "$HERE/fn/handler.py" "$HERE/fn/v2fn.toml" "$W/fn/"
