@@ -35,8 +35,8 @@ Commands:
   images   list the images in the store
   rmi      remove image references: zygo rmi REF [REF...]
   image    zygo image prune: delete what no image references
-  doctor   what this host gives zygo (cgroups, namespaces, seccomp, Landlock) and the
-           stale cgroups killed zygo processes left: zygo doctor [--fix]
+  doctor   try what zygo run needs here (namespaces, limits, seccomp, a sandbox, the
+           network layers) and say what works: zygo doctor [--fix] [--json]
   bench    measure zygo against its peers (zygo bench --help)
 
 Warm functions (the supervisor; each command has --help):

@@ -65,12 +65,16 @@ void KillAndReap(pid_t pid) {
   }
 }
 
-}  // namespace
+// A running zygo-net: its pid, its stdin (closing it stops it) and its stdout.
+struct SpawnedHelper {
+  pid_t pid = -1;
+  UniqueFd control;
+  UniqueFd reply;
+};
 
-absl::StatusOr<std::unique_ptr<NetworkHelper>> NetworkHelper::Start(
-    const std::string& helper_path, pid_t pid, const SandboxNetworkPlan& plan) {
-  std::vector<std::string> args = {helper_path, absl::StrCat(pid)};
-  for (std::string& arg : SandboxNetworkPlanToArgs(plan)) args.push_back(std::move(arg));
+// Starts zygo-net with `args` (args[0] its path) in a session of its own, stdin and
+// stdout/stderr on pipes, signals unblocked and SIGPIPE at its default.
+absl::StatusOr<SpawnedHelper> SpawnHelper(std::vector<std::string> args) {
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
@@ -99,27 +103,55 @@ absl::StatusOr<std::unique_ptr<NetworkHelper>> NetworkHelper::Start(
   posix_spawnattr_setsigdefault(&attr, &defaults);
   posix_spawnattr_setflags(&attr,
                            POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF);
-  pid_t helper = -1;
-  int rc = posix_spawn(&helper, argv[0], &actions, &attr, argv.data(), environ);
+  SpawnedHelper spawned;
+  int rc = posix_spawn(&spawned.pid, argv[0], &actions, &attr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
-  control_read.Reset();
-  reply_write.Reset();
-  if (rc != 0) return base::ErrnoStatus(rc, absl::StrCat("posix_spawn(", helper_path, ")"));
+  if (rc != 0) return base::ErrnoStatus(rc, absl::StrCat("posix_spawn(", args[0], ")"));
+  spawned.control = std::move(control_write);
+  spawned.reply = std::move(reply_read);
+  return spawned;
+}
+
+// The helper's one-line reason from a reply that was not "ready".
+absl::Status NotReady(absl::string_view line) {
+  absl::string_view why = line;
+  absl::ConsumePrefix(&why, "error: ");
+  return absl::FailedPreconditionError(
+      why.empty() ? std::string("the network helper zygo-net ended before the network was ready")
+                  : std::string(why));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<NetworkHelper>> NetworkHelper::Start(
+    const std::string& helper_path, pid_t pid, const SandboxNetworkPlan& plan) {
+  std::vector<std::string> args = {helper_path, absl::StrCat(pid)};
+  for (std::string& arg : SandboxNetworkPlanToArgs(plan)) args.push_back(std::move(arg));
+  absl::StatusOr<SpawnedHelper> helper = SpawnHelper(std::move(args));
+  if (!helper.ok()) return helper.status();
 
   base::UniqueFd pasta;
-  std::string line = ReadReply(reply_read.get(), &pasta);
+  std::string line = ReadReply(helper->reply.get(), &pasta);
   if (line != "ready") {
-    KillAndReap(helper);
+    KillAndReap(helper->pid);
     if (pasta.valid()) base::sys::RawPidfdSendSignal(pasta.get(), SIGKILL);
-    absl::string_view why = line;
-    absl::ConsumePrefix(&why, "error: ");
-    return absl::FailedPreconditionError(
-        why.empty() ? std::string("the network helper zygo-net ended before the network was ready")
-                    : std::string(why));
+    return NotReady(line);
   }
   return std::unique_ptr<NetworkHelper>(
-      new NetworkHelper(helper, std::move(control_write), std::move(pasta)));
+      new NetworkHelper(helper->pid, std::move(helper->control), std::move(pasta)));
+}
+
+absl::Status NetworkHelper::CheckFirewall(const std::string& helper_path, pid_t pid) {
+  absl::StatusOr<SpawnedHelper> helper =
+      SpawnHelper({helper_path, "--check-firewall", absl::StrCat(pid)});
+  if (!helper.ok()) return helper.status();
+  base::UniqueFd no_pasta;
+  std::string line = ReadReply(helper->reply.get(), &no_pasta);
+  // It installs, reports and exits; nothing of it outlives the namespace.
+  helper->control.Reset();
+  KillAndReap(helper->pid);
+  return line == "ready" ? absl::OkStatus() : NotReady(line);
 }
 
 NetworkHelper::~NetworkHelper() { Stop(); }

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/base/unique_fd.h"
 #include "net/sandbox_network_plan.h"
@@ -25,6 +26,13 @@ class NetworkHelper {
   static absl::StatusOr<std::unique_ptr<NetworkHelper>> Start(const std::string& helper_path,
                                                               pid_t pid,
                                                               const SandboxNetworkPlan& plan);
+  // zygo doctor: runs `helper_path --check-firewall PID`, which installs the egress
+  // firewall in `pid`'s network namespace (the first step of Start, with nothing after
+  // it) and admits one address into its set, then exits. `pid` is cloned into new user
+  // and network namespaces whose id maps are written. FailedPrecondition with the
+  // helper's one-line reason when nftables cannot do it.
+  static absl::Status CheckFirewall(const std::string& helper_path, pid_t pid);
+
   NetworkHelper(const NetworkHelper&) = delete;
   NetworkHelper& operator=(const NetworkHelper&) = delete;
   ~NetworkHelper();

@@ -202,6 +202,25 @@ absl::StatusOr<std::unique_ptr<SandboxNetwork>> SandboxNetwork::StartFromParent(
   return network;
 }
 
+absl::Status SandboxNetwork::CheckFirewallFromParent(pid_t pid) {
+  SandboxNetwork network;
+  std::string netns_path = absl::StrCat("/proc/", pid, "/ns/net");
+  network.netns_.Reset(open(netns_path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!network.netns_.valid())
+    return base::ErrnoStatus(errno, absl::StrCat("open(", netns_path, ")"));
+  SandboxNetworkPlan plan;
+  plan.mode = SandboxNetMode::kEgress;
+  ZYGO_RETURN_IF_ERROR(network.InstallFirewallStep(plan));
+  // A public address (Cloudflare's resolver) that no refused range holds, for a minute.
+  const IpAddress admitted = *IpAddress::Parse("1.1.1.1");
+  absl::Status added = AddAllowed(network.netlink_.get(), admitted, 443, 60);
+  if (!added.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--net egress refused: cannot admit a resolved address: ", added.message()));
+  }
+  return absl::OkStatus();
+}
+
 SandboxNetwork::~SandboxNetwork() { Stop(); }
 
 absl::Status SandboxNetwork::InstallFirewallStep(const SandboxNetworkPlan& plan) {

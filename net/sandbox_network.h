@@ -34,6 +34,12 @@ class SandboxNetwork {
   static absl::StatusOr<std::unique_ptr<SandboxNetwork>> StartFromParent(
       pid_t pid, const SandboxNetworkPlan& plan,
       const std::function<void(pid_t)>& pasta_started = nullptr);
+  // zygo doctor: the firewall step of StartFromParent alone, in egress mode (the one with
+  // sets and set lookups), then one public address admitted into its set as the resolver
+  // would (AddAllowed); nothing is started, and the table goes with the namespace. `pid`
+  // as for StartFromParent.
+  static absl::Status CheckFirewallFromParent(pid_t pid);
+
   SandboxNetwork(const SandboxNetwork&) = delete;
   SandboxNetwork& operator=(const SandboxNetwork&) = delete;
   ~SandboxNetwork();

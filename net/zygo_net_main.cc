@@ -1,3 +1,6 @@
+// zygo-net --check-firewall PID: for zygo doctor, the firewall step alone (it writes
+// "ready" or "error: ..." and exits).
+//
 // zygo-net PID ARG...: the network of one --net egress/full sandbox, run by `zygo run`
 // between clone and the sandbox's "go" (net/network_helper.h). It installs the firewall,
 // starts pasta and the resolver (net/sandbox_network.h), writes "ready" to stdout, and
@@ -31,6 +34,15 @@ int Fail(const std::string& message) {
 int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
   int pid = 0;
+  if (argc == 3 && std::string(argv[1]) == "--check-firewall") {
+    if (!absl::SimpleAtoi(argv[2], &pid) || pid <= 1)
+      return Fail("usage: zygo-net --check-firewall PID");
+    absl::Status checked =
+        zygo::net::SandboxNetwork::CheckFirewallFromParent(static_cast<pid_t>(pid));
+    if (!checked.ok()) return Fail(std::string(checked.message()));
+    printf("ready\n");
+    return 0;
+  }
   if (argc < 2 || !absl::SimpleAtoi(argv[1], &pid) || pid <= 1) {
     return Fail(
         "usage: zygo-net PID --mode=egress|full --pasta=PATH --upstream=S... [--allow=E]...");

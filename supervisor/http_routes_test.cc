@@ -311,7 +311,7 @@ TEST(ServiceJsonTest, ExecReplyFieldByField) {
     "error": {"type": "ValueError", "message": "bad", "traceback": "Traceback..."},
     "stdout": "out", "stderr": "err", "stdout_truncated": true, "stderr_truncated": false,
     "outcome": {"status": "handler_error", "exit_code": 3, "signal": 9, "timed_out": true,
-                "oom_killed": true, "peak_rss_kb": 1234, "wall_ms": 5.5},
+                "oom_killed": true, "peak_rss_kb": 1234, "wall_ms": 5.5, "limits_applied": false},
     "timings_us": {"fork": 1, "admit": 2, "run": 3, "reply": 4, "total": 10}})"));
 }
 

@@ -88,7 +88,8 @@ TEST_F(HttpServerTest, ExecRoundTrip) {
   EXPECT_EQ(body["stdout_truncated"], false);
   EXPECT_EQ(body["stderr_truncated"], true);
   EXPECT_EQ(body["outcome"], json::parse(R"({"status":"ok","exit_code":0,"signal":0,
-      "timed_out":false,"oom_killed":false,"peak_rss_kb":4096,"wall_ms":12.5})"));
+      "timed_out":false,"oom_killed":false,"peak_rss_kb":4096,"wall_ms":12.5,
+      "limits_applied":false})"));
   EXPECT_EQ(body["timings_us"],
             json::parse(R"({"fork":0,"admit":0,"run":700,"reply":30,"total":800})"));
   EXPECT_EQ(body.size(), 9u);
