@@ -3,7 +3,7 @@
 # this script (a session scope, a container, a user's terminal scope, ...). Prints one
 # PASS/FAIL line per check, named PLACE.CHECK.
 #
-# With refuse-ok (an ordinary user's ssh session), a check passes either by working or by
+# With refuse-ok (by default only an ordinary user's ssh session), a check passes either by working or by
 # a refusal: exit 125 with one line on stderr that names the fix.
 # Environment:
 #   ZYGO         the zygo binary

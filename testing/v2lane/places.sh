@@ -9,7 +9,8 @@
 #                    each one-shot run a Delegate=yes service of its own
 #   user             an ordinary user (uid 1000) in a terminal scope under user@1000.service
 #   ssh              that user in a root-owned session scope, where zygo may refuse clearly
-# Environment (from the unit): ZYGO, LANE, OUT, V2_PLACES.
+# Environment (from the unit): ZYGO, LANE, OUT, V2_PLACES, V2_REFUSE_OK (places where a
+# clear refusal passes too).
 set -u
 . "$LANE/lib.sh"
 START=$(now)
@@ -17,6 +18,8 @@ WORK=/var/lib/v2lane
 mkdir -p "$WORK"
 USER_ENV=(HOME=/home/v2user USER=v2user LOGNAME=v2user PATH=/usr/local/bin:/usr/bin:/bin
           XDG_RUNTIME_DIR=/run/user/1000 DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus)
+
+mode_of() { [[ " ${V2_REFUSE_OK:-ssh} " == *" $1 "* ]] && echo refuse-ok || echo limits; }
 
 # Commands as v2user from this service (no session of its own: runuser without -l).
 as_user() { runuser -u v2user -- env -i "${USER_ENV[@]}" "$@"; }
@@ -39,7 +42,7 @@ leftovers() {
 place_session() {
   runuser -l root -c "export ZYGO=$ZYGO V2L_SHARED=1 \
     V2L_EXPECT='^/user\.slice/user-0\.slice/session-[^/]+\.scope\$'
-    bash $LANE/checks.sh session; exit \$?"
+    bash $LANE/checks.sh session $(mode_of session); exit \$?"
 }
 
 # The guest's root, without its mounts, as the containers' directory tree (nspawn will
@@ -90,7 +93,7 @@ place_container() {
   mkdir -p "$w"
   "${NSPAWN[@]}" --machine=v2lane-container --bind="$w" --setenv=V2L_WORK="$w" \
     --setenv=V2L_EXPECT='^/$' --setenv=V2L_SHARED=1 --as-pid2 \
-    /bin/bash "$LANE/checks.sh" container
+    /bin/bash "$LANE/checks.sh" container "$(mode_of container)"
 }
 
 place_container_alone() {
@@ -103,7 +106,7 @@ place_container_alone() {
 exec ${NSPAWN[*]} --machine=v2lane-alone-\$\$ --bind=$w "\$@"
 EOF
   chmod 755 "$w/wrap"
-  V2L_WRAP="$w/wrap" V2L_WORK="$w" bash "$LANE/checks.sh" container-alone
+  V2L_WRAP="$w/wrap" V2L_WORK="$w" bash "$LANE/checks.sh" container-alone "$(mode_of container-alone)"
 }
 
 place_service() {
@@ -146,7 +149,7 @@ exec systemd-run --quiet --wait --pipe --collect --service-type=exec -p Delegate
   --unit="v2lane-run-$$" "$@"
 EOF
   chmod 755 "$w/wrap"
-  V2L_WRAP="$w/wrap" V2L_WORK="$w" V2L_SOCKET="$sock" bash "$LANE/checks.sh" service
+  V2L_WRAP="$w/wrap" V2L_WORK="$w" V2L_SOCKET="$sock" bash "$LANE/checks.sh" service "$(mode_of service)"
   systemctl stop zygo.service
   info "service: zygo.service stopped: $(systemctl show -P Result zygo.service 2>/dev/null);" \
     "its log: $(journalctl -q -u zygo.service -n 12 --no-pager -o cat 2>&1 | tr '\n' ' ' | cut -c1-900)"
@@ -187,7 +190,7 @@ place_user() {
     --setenv=V2L_EXPECT='^/user\.slice/user-1000\.slice/user@1000\.service/app\.slice/[^/]+\.scope$' \
     /bin/bash -c "info() { echo INFO \"\$*\"; }
       info \"user: terminal env: XDG_RUNTIME_DIR=\$XDG_RUNTIME_DIR DBUS_SESSION_BUS_ADDRESS=\${DBUS_SESSION_BUS_ADDRESS:-unset}\"
-      exec systemd-run --user --scope --quiet /bin/bash -c 'bash $LANE/checks.sh user; exit \$?'"
+      exec systemd-run --user --scope --quiet /bin/bash -c 'bash $LANE/checks.sh user $(mode_of user); exit \$?'"
 }
 
 # An ssh login: pam_systemd makes a session scope under user-1000.slice, owned by root.
@@ -196,7 +199,7 @@ place_ssh() {
   runuser -l v2user -c "export ZYGO=$ZYGO V2L_SHARED=1 \
     V2L_EXPECT='^/user\.slice/user-1000\.slice/session-[^/]+\.scope\$'
     echo \"INFO ssh: session env: XDG_RUNTIME_DIR=\$XDG_RUNTIME_DIR DBUS_SESSION_BUS_ADDRESS=\${DBUS_SESSION_BUS_ADDRESS:-unset} XDG_SESSION_CLASS=\$XDG_SESSION_CLASS\"
-    bash $LANE/checks.sh ssh refuse-ok; exit \$?"
+    bash $LANE/checks.sh ssh $(mode_of ssh); exit \$?"
 }
 
 info "places: systemd $(systemctl --version | head -n1 | cut -d' ' -f2), $(systemd-detect-virt)," \
