@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
 #include <iterator>
 #include <thread>
@@ -66,7 +67,10 @@ absl::StatusOr<std::unique_ptr<SupervisorProcess>> SupervisorProcess::Start(
 }
 
 absl::Status SupervisorProcess::WaitHealthy() {
-  for (int i = 0; i < 200; ++i) {
+  // 30 s, by the clock: under qemu TCG (the cgroup-v2 lane) a supervisor that first
+  // sweeps a killed one's cgroups takes more than 10 s to answer.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
     int status = 0;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
@@ -76,7 +80,7 @@ absl::Status SupervisorProcess::WaitHealthy() {
     if (api_.Call({"GET", "/v1/health"}).ok()) return absl::OkStatus();
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  return absl::DeadlineExceededError("the supervisor did not answer within 10 s: " + Log());
+  return absl::DeadlineExceededError("the supervisor did not answer within 30 s: " + Log());
 }
 
 SupervisorProcess::~SupervisorProcess() { Kill(); }  // never kill(-1, ...): Kill checks

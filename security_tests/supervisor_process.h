@@ -40,7 +40,7 @@ class SupervisorProcess {
   };
 
   // Forks and execs the supervisor, then returns once GET /v1/health answers (up to
-  // 10 s). The errors quote its log.
+  // 30 s). The errors quote its log.
   static absl::StatusOr<std::unique_ptr<SupervisorProcess>> Start(const Options& options);
 
   // SIGKILLs it if still running.
