@@ -43,7 +43,7 @@ judge_refusal() {
   while IFS= read -r l; do [ -n "$l" ] && lines=$((lines + 1)); done < "$W/$name.err"
   if [ "$MODE" != refuse-ok ]; then
     fail "$check" "exit 125: $(brief "$W/$name.err")"
-  elif [ "$lines" = 1 ] && [[ $(brief "$W/$name.err") =~ $FIX_RE ]]; then
+  elif [ "$lines" = 1 ] && [[ $(cat "$W/$name.err") =~ $FIX_RE ]]; then  # the whole line
     pass "$check" "refused: $(brief "$W/$name.err")"
   else
     fail "$check" "exit 125 without one line naming the fix: $(brief "$W/$name.err")"
