@@ -130,7 +130,7 @@ TEST_F(Cgroup2Host, AContainersRootIsNotTheRootCgroup) {
   EXPECT_EQ(shared.status().code(), absl::StatusCode::kFailedPrecondition);
   const std::string message(shared.status().message());
   EXPECT_TRUE(absl::StrContains(message, "holds 2 other processes")) << message;
-  EXPECT_TRUE(absl::StrContains(message, "Delegate=yes")) << message;
+  EXPECT_TRUE(absl::StrContains(message, "entry point")) << message;
   EXPECT_TRUE(absl::StrContains(message, "--allow-unlimited")) << message;
 }
 

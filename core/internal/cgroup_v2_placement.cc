@@ -71,8 +71,17 @@ std::optional<std::string> ManageableAncestor(const std::string& own_dir,
   return std::nullopt;
 }
 
-std::string Fixes() {
+// `container_root`: zygo shares the root cgroup of a cgroup namespace (a container's "/")
+// with the container's other processes, where no scope or ancestor can help.
+std::string Fixes(bool container_root = false) {
   const bool root = geteuid() == 0;
+  if (container_root) {
+    return "make zygo the container's entry point (alone in the container's cgroup it "
+           "moves into a leaf), or have the entry point move the container's processes "
+           "into a child cgroup first (as docker-in-docker's does: mkdir "
+           "/sys/fs/cgroup/init and write each pid of /sys/fs/cgroup/cgroup.procs into "
+           "its cgroup.procs), or pass --allow-unlimited to run without limits";
+  }
   return absl::StrCat("run zygo in a cgroup delegated to it (",
                       root ? "systemd-run --scope -p Delegate=yes zygo ..."
                            : "systemd-run --user --scope -p Delegate=yes zygo ...",
@@ -177,7 +186,7 @@ absl::StatusOr<V2PlacementPlan> PlanV2Placement(const CgroupProbeOptions& option
   }
   return absl::FailedPreconditionError(
       absl::StrCat("cgroup v2: no cgroup to put the sandboxes in: ", absl::StrJoin(reasons, "; "),
-                   ". Fix: ", Fixes()));
+                   ". Fix: ", Fixes(own_dir == options.mount_root)));
 }
 
 V2Placement::V2Placement(V2PlacementPlan plan, CgroupProbeOptions options)

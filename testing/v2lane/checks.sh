@@ -216,7 +216,8 @@ check_doctor() {
 
 # Where zygo refused, the fix its line names must work: a user scope with Delegate=yes.
 check_fix() {
-  [ "$MODE" = refuse-ok ] && [ "${RC[true]}" = 125 ] || return
+  # In a container there is no user manager to ask; its fixes are the container's own.
+  [ "$MODE" = refuse-ok ] && [ "${RC[true]}" = 125 ] && [ "$P" != container ] || return
   timeout -k 5 180 systemd-run --user --scope --quiet -p Delegate=yes \
     "$ZYGO" run --outcome "$W/fix.json" -m 64m host /usr/bin/python3 -c 'b = b"x" * (512 << 20)' \
     > "$W/fix.out" 2> "$W/fix.err" < /dev/null

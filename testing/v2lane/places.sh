@@ -19,7 +19,7 @@ mkdir -p "$WORK"
 USER_ENV=(HOME=/home/v2user USER=v2user LOGNAME=v2user PATH=/usr/local/bin:/usr/bin:/bin
           XDG_RUNTIME_DIR=/run/user/1000 DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus)
 
-mode_of() { [[ " ${V2_REFUSE_OK:-ssh} " == *" $1 "* ]] && echo refuse-ok || echo limits; }
+mode_of() { [[ " ${V2_REFUSE_OK:-ssh container} " == *" $1 "* ]] && echo refuse-ok || echo limits; }
 
 # Commands as v2user from this service (no session of its own: runuser without -l).
 as_user() { runuser -u v2user -- env -i "${USER_ENV[@]}" "$@"; }
@@ -80,6 +80,10 @@ check_nspawn_default() {
   rc=$?
   if [ "$rc" = 0 ]; then
     pass container.nspawn-default "zygo run host /bin/true: 0"
+  elif [ "$rc" = 125 ] && [ "$(printf '%s\n' "$out" | grep -c .)" = 1 ] &&
+       [[ $out == *"entry point"* ]]; then
+    # nspawn keeps its own processes in the container's root cgroup beside the command.
+    pass container.nspawn-default "refused, naming the fix: ${out:0:200}"
   else
     fail container.nspawn-default "zygo run host /bin/true exited $rc: ${out:0:320}"
   fi
