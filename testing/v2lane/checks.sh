@@ -46,7 +46,7 @@ judge_refusal() {
   while IFS= read -r l; do [ -n "$l" ] && lines=$((lines + 1)); done < "$W/$name.err"
   if [ "$MODE" != refuse-ok ]; then
     fail "$check" "exit 125: $(brief "$W/$name.err")"
-  elif [ "$lines" = 1 ] && [[ $(brief "$W/$name.err") =~ $FIX_RE ]]; then
+  elif [ "$lines" = 1 ] && [[ $(rd "$W/$name.err") =~ $FIX_RE ]]; then
     pass "$check" "refused: $(brief "$W/$name.err")"
   else
     fail "$check" "exit 125 without one line naming the fix: $(brief "$W/$name.err")"
