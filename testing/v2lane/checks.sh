@@ -27,14 +27,17 @@ FIX_RE='systemd-run|Delegate|delegat|--allow-unlimited'
 # Per-request limits of the warm function (fn/v2fn.toml).
 FN_MEMORY=67108864 FN_PIDS=16
 declare -A RC
+# One zygo command's limit: they take 0.5-10 s under TCG; past this one has hung.
+ZTIMEOUT=${V2L_TIMEOUT:-90}
 
 # z NAME ARGS...: runs `zygo ARGS` in the place: $W/NAME.out, $W/NAME.err, ${RC[NAME]}.
 z() {
   local name=$1
   shift
   # shellcheck disable=SC2086  # WRAP is a command prefix: split on purpose
-  timeout -k 5 180 $WRAP "$ZYGO" "$@" > "$W/$name.out" 2> "$W/$name.err" < /dev/null
+  timeout -k 5 "$ZTIMEOUT" $WRAP "$ZYGO" "$@" > "$W/$name.out" 2> "$W/$name.err" < /dev/null
   RC[$name]=$?
+  [ "${RC[$name]}" = 124 ] && echo "zygo $1 ran past ${ZTIMEOUT}s (timeout)" >> "$W/$name.err"
 }
 
 # A run that exited 125: a pass only in refuse-ok mode, and only as one clear line.
@@ -43,7 +46,7 @@ judge_refusal() {
   while IFS= read -r l; do [ -n "$l" ] && lines=$((lines + 1)); done < "$W/$name.err"
   if [ "$MODE" != refuse-ok ]; then
     fail "$check" "exit 125: $(brief "$W/$name.err")"
-  elif [ "$lines" = 1 ] && [[ $(cat "$W/$name.err") =~ $FIX_RE ]]; then  # the whole line
+  elif [ "$lines" = 1 ] && [[ $(rd "$W/$name.err") =~ $FIX_RE ]]; then
     pass "$check" "refused: $(brief "$W/$name.err")"
   else
     fail "$check" "exit 125 without one line naming the fix: $(brief "$W/$name.err")"
@@ -138,7 +141,7 @@ check_cpu() {
   local mark="7.$$$RANDOM" pid="" cg="" found="" own c
   own=$(cgroup_of)
   # shellcheck disable=SC2086
-  timeout -k 5 180 $WRAP "$ZYGO" run --cpus 0.5 host /bin/sleep "$mark" \
+  timeout -k 5 "$ZTIMEOUT" $WRAP "$ZYGO" run --cpus 0.5 host /bin/sleep "$mark" \
     > "$W/cpu.out" 2> "$W/cpu.err" < /dev/null &
   local zpid=$!
   for _ in $(seq 80); do
@@ -218,7 +221,7 @@ check_doctor() {
 check_fix() {
   # In a container there is no user manager to ask; its fixes are the container's own.
   [ "$MODE" = refuse-ok ] && [ "${RC[true]}" = 125 ] && [ "$P" != container ] || return
-  timeout -k 5 180 systemd-run --user --scope --quiet -p Delegate=yes \
+  timeout -k 5 "$ZTIMEOUT" systemd-run --user --scope --quiet -p Delegate=yes \
     "$ZYGO" run --outcome "$W/fix.json" -m 64m host /usr/bin/python3 -c 'b = b"x" * (512 << 20)' \
     > "$W/fix.out" 2> "$W/fix.err" < /dev/null
   local rc=$?

@@ -212,20 +212,63 @@ info "places: systemd $(systemctl --version | head -n1 | cut -d' ' -f2), $(syste
 # The user managers of root and uid 1000 start now, behind the places that need none
 # (a login would start them; under TCG each takes 15-40 s).
 loginctl enable-linger root v2user
+# machined, which registers each container, started ahead rather than by the first
+# nspawn's bus call (under TCG that activation can outlast nspawn's 25 s D-Bus timeout).
+systemctl start --no-block systemd-machined.service
+# What a hung place was doing, for its FAIL: every process with its kernel wait channel,
+# the kernel stacks of zygo's processes and of any in uninterruptible sleep, systemd's
+# pending jobs (system and user), the journal's end.
+dump_hang() {
+  {
+    ps -eo pid,ppid,uid,stat,wchan:32,etimes,args --forest
+    local pid
+    for pid in $(ps -eo pid=,stat= | awk '$2 ~ /D/ {print $1}') $(pgrep zygo); do
+      echo "== $pid: $(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null)"
+      echo "cgroup: $(cat "/proc/$pid/cgroup" 2>/dev/null)"
+      cat "/proc/$pid/stack" 2>/dev/null
+    done
+    systemctl --no-pager list-jobs
+    as_user systemctl --user --no-pager list-jobs
+    journalctl --no-pager -q -o short-monotonic -n 300
+  } > "$OUT/hang-$1.txt" 2>&1
+}
+
+# A place that runs past V2_PLACE_TIMEOUT seconds (a hang: one takes 15-100 s) is
+# failed with what it was doing, and the places after it are not run: the guest may be
+# wedged, and the lane must end within its budget with the evidence.
+PLACE_TIMEOUT=${V2_PLACE_TIMEOUT:-300}
+hung=""
 for p in $V2_PLACES; do
   [ "$p" = root ] && continue
+  if [ -n "$hung" ]; then
+    fail "$p.place" "not run: the $hung place hung"
+    continue
+  fi
   t0=$(now)
   case $p in
-    session) place_session ;;
-    container) place_container ;;
-    container-alone) place_container_alone ;;
-    service) place_service ;;
-    user) place_user ;;
-    ssh) place_ssh ;;
+    session) place_session & ;;
+    container) place_container & ;;
+    container-alone) place_container_alone & ;;
+    service) place_service & ;;
+    user) place_user & ;;
+    ssh) place_ssh & ;;
     *) fail "$p.place" "no such place"; continue ;;
   esac
+  pid=$!
+  while kill -0 "$pid" 2> /dev/null && [ $(( ($(now) - t0) / 1000000 )) -lt "$PLACE_TIMEOUT" ]; do
+    sleep 1
+  done
+  if kill -0 "$pid" 2> /dev/null; then
+    dump_hang "$p"
+    fail "$p.finished" "the place ran past ${PLACE_TIMEOUT}s; what it was doing: out/hang-$p.txt"
+    hung=$p
+  else
+    wait "$pid"
+  fi
   leftovers "$p"
   for w in "$WORK/$p" /tmp/v2lane-"$p".*; do [ -d "$w" ] && save_work "$p" "$w"; done
   info "places: $p took $(elapsed "$t0")s"
 done
 info "places: done after $(elapsed "$START")s"
+# The journal (system and user managers, logind, machined), for a FAIL's details.
+journalctl --no-pager -q -o short-monotonic > "$OUT/journal.log" 2>&1
