@@ -202,10 +202,8 @@ class StaleCgroupTest : public WarmSuite {
     }
     parents_ = {"/sys/fs/cgroup"};
     WriteFile("in-parent.sh", "#!/bin/sh\nexec \"$@\"\n");
-    // doctor runs in a leaf below a cgroup of the test's own that delegates no controller
-    // to it, away from where the supervisors made theirs: it counts them all the same
-    // (sweeping needs only the mount), and makes its own cgroup in that process-free
-    // parent (the delegated_ancestor placement).
+    // doctor runs alone in a leaf below a cgroup of the test's own, away from where the
+    // supervisors made theirs: it counts them all the same (sweeping needs only the mount).
     doctor_dir_ = absl::StrCat("/sys/fs/cgroup/stale-doctor-", getpid());
     ASSERT_EQ(mkdir(doctor_dir_.c_str(), 0755), 0) << doctor_dir_;
     ASSERT_EQ(mkdir((doctor_dir_ + "/leaf").c_str(), 0755), 0) << doctor_dir_;
@@ -289,12 +287,12 @@ class StaleCgroupTest : public WarmSuite {
   }
 
   // Doctor can make cgroups where it runs, so it exits 0: on v1 below its own cgroups; on
-  // v2 from doctor_dir_ (a cgroup it shares with its shell, outside the supervisors' one),
-  // below the nearest ancestor without processes, as a run there would.
+  // v2 from doctor_dir_'s leaf, which doctor.sh execs it alone in: it moves into a leaf of
+  // that leaf, as a run there would.
   void ExpectDoctorExit(const RunResult& result) {
     EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
     if (!doctor_dir_.empty()) {
-      EXPECT_THAT(result.out, HasSubstr("delegated_ancestor")) << result.out;
+      EXPECT_THAT(result.out, HasSubstr("leaf_of_own_cgroup")) << result.out;
     }
   }
 
