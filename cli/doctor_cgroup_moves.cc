@@ -4,6 +4,7 @@
 #include <sys/mount.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -18,13 +19,6 @@ namespace zygo::cli {
 namespace {
 
 constexpr char kOption[] = "favordynmods";
-
-bool Has(const std::vector<std::string>& options, absl::string_view option) {
-  for (const std::string& value : options) {
-    if (value == option) return true;
-  }
-  return false;
-}
 
 // Linux 6.0 made the lock's writer path slow by default and added favordynmods; before,
 // the kernel kept it ready for writers all the time. Unparsable releases count as new.
@@ -75,7 +69,7 @@ RemountPlan BuildRemountPlan(const MountEntry& mount, bool fstab_names_cgroup) {
   plan.command = absl::StrCat("mount -o remount,", absl::StrJoin(all, ","), " ", mount.mount_point);
   if (!fstab_names_cgroup) {
     plan.fstab_line = absl::StrCat("cgroup2 ", mount.mount_point, " cgroup2 ",
-                                   Has(mount.mount_options, "ro") ? "ro," : "rw,",
+                                   HasOption(mount.mount_options, "ro") ? "ro," : "rw,",
                                    absl::StrJoin(all, ","), " 0 0");
   }
   return plan;
@@ -87,6 +81,10 @@ constexpr char kWhySlow[] =
     "kernel";
 
 }  // namespace
+
+bool HasOption(const std::vector<std::string>& options, absl::string_view option) {
+  return std::find(options.begin(), options.end(), option) != options.end();
+}
 
 std::optional<MountEntry> FindMount(absl::string_view mountinfo, absl::string_view mount_point) {
   std::optional<MountEntry> found;
@@ -142,7 +140,8 @@ std::vector<std::string> ContainerSigns(const ContainerProbe& probe) {
 CgroupMovesDecision DecideCgroupMoves(const CgroupMovesFacts& facts) {
   if (!facts.cgroup2.has_value()) return {CgroupMovesState::kNotCgroup2, std::nullopt};
   if (BeforeLinux6(facts.kernel_release)) return {CgroupMovesState::kOldKernel, std::nullopt};
-  if (Has(facts.cgroup2->super_options, kOption)) return {CgroupMovesState::kOn, std::nullopt};
+  if (HasOption(facts.cgroup2->super_options, kOption))
+    return {CgroupMovesState::kOn, std::nullopt};
   // Inside a container the mount is the host's, and a remount from a cgroup namespace
   // other than the host's changes nothing (kernel/cgroup/cgroup.c, apply_cgroup_root_flags).
   if (!facts.container.empty()) return {CgroupMovesState::kOffInContainer, std::nullopt};
@@ -155,11 +154,11 @@ DoctorCheck DescribeCgroupMoves(const CgroupMovesFacts& facts,
                                 const CgroupMovesDecision& decision) {
   DoctorCheck check{"cgroup_moves", "cgroup moves", CheckStatus::kOk, false,
                     "the warm path's speed (1 in 100 agent-path requests)"};
-  check.facts = {
-      {"cgroup2", facts.cgroup2.has_value()},
-      {"favordynmods", facts.cgroup2.has_value() && Has(facts.cgroup2->super_options, kOption)},
-      {"container_signs", facts.container},
-      {"remount_command", decision.fix ? decision.fix->command : ""}};
+  check.facts = {{"cgroup2", facts.cgroup2.has_value()},
+                 {"favordynmods",
+                  facts.cgroup2.has_value() && HasOption(facts.cgroup2->super_options, kOption)},
+                 {"container_signs", facts.container},
+                 {"remount_command", decision.fix ? decision.fix->command : ""}};
   switch (decision.state) {
     case CgroupMovesState::kNotCgroup2:
       check.status = CheckStatus::kNotApplicable;

@@ -29,6 +29,9 @@ struct MountEntry {
   std::vector<std::string> super_options;  // the filesystem's: rw, nsdelegate, favordynmods
 };
 
+// True when `options` (a MountEntry's list) has `option`.
+bool HasOption(const std::vector<std::string>& options, absl::string_view option);
+
 // The last (topmost) entry of a mountinfo text mounted at `mount_point`; nullopt if none.
 std::optional<MountEntry> FindMount(absl::string_view mountinfo, absl::string_view mount_point);
 

@@ -3,37 +3,29 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <spawn.h>
 #include <sys/mount.h>
 #include <sys/utsname.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "cli/doctor_cgroup_moves.h"
 #include "core/base/errno_status.h"
+#include "core/base/run_program.h"
+#include "core/base/sys/fs.h"
 #include "core/base/unique_fd.h"
-
-extern char** environ;
 
 namespace zygo::cli {
 namespace {
 
 constexpr char kCgroupRoot[] = "/sys/fs/cgroup";
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
+// The whole file, or "" when it cannot be read (a sign that is absent).
+std::string ReadFile(const std::string& path) { return base::sys::ReadFile(path).value_or(""); }
 
-bool Exists(const char* path) { return access(path, F_OK) == 0; }
+bool Exists(const char* path) { return base::sys::Stat(path).ok(); }
 
 std::string ReadLink(const char* path) {
   char target[PATH_MAX];
@@ -43,29 +35,9 @@ std::string ReadLink(const char* path) {
 
 // `systemd-detect-virt -c`'s output, "" when it is not installed or says nothing.
 std::string DetectVirt() {
-  int out[2];
-  if (pipe2(out, O_CLOEXEC) != 0) return "";
-  base::UniqueFd read_end(out[0]), write_end(out[1]);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, write_end.get(), 1);
-  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-  char arg0[] = "systemd-detect-virt", arg1[] = "-c";
-  char* argv[] = {arg0, arg1, nullptr};
-  pid_t pid = -1;
-  int rc = posix_spawnp(&pid, arg0, &actions, nullptr, argv, environ);
-  posix_spawn_file_actions_destroy(&actions);
-  write_end.Reset();
-  if (rc != 0) return "";
-  std::string text;
-  char buffer[128];
-  ssize_t n;
-  while ((n = read(read_end.get(), buffer, sizeof(buffer))) > 0 || (n < 0 && errno == EINTR)) {
-    if (n > 0 && text.size() < 256) text.append(buffer, static_cast<size_t>(n));
-  }
-  while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-  }
-  return text;
+  absl::StatusOr<base::ProgramRun> run =
+      base::RunProgram({"systemd-detect-virt", "-c"}, /*with_stderr=*/false, 256);
+  return run.ok() ? run->output : "";
 }
 
 bool FstabNamesCgroupRoot(const std::string& fstab) {
@@ -87,12 +59,7 @@ absl::Status Remount(const RemountPlan& plan) {
   }
   std::optional<MountEntry> after = FindMount(ReadFile("/proc/self/mountinfo"), plan.mount_point);
   if (!after.has_value()) return absl::InternalError("the mount is gone from /proc/self/mountinfo");
-  auto has = [&](const std::string& option) {
-    for (const std::string& value : after->super_options) {
-      if (value == option) return true;
-    }
-    return false;
-  };
+  auto has = [&](const std::string& option) { return HasOption(after->super_options, option); };
   if (!has("favordynmods")) {
     return absl::InternalError("the kernel took the remount but shows no favordynmods");
   }

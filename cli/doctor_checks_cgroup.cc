@@ -117,14 +117,6 @@ void LimitsBody(const void* arg, ChildReport* report) {
   report->value = forked;
 }
 
-std::string LimitsFix() {
-  return absl::StrCat(
-      "run zygo in a cgroup delegated to it (",
-      geteuid() == 0 ? "systemd-run --scope -p Delegate=yes zygo run ..."
-                     : "systemd-run --user --scope -p Delegate=yes zygo run ...",
-      ", or a Delegate=yes service), or pass --allow-unlimited to run without limits");
-}
-
 // The child's verdict on the cgroup it was placed in; "" when it all held.
 std::string JudgeLimitsChild(const ChildOutcome& outcome, const core::Cgroup& cgroup) {
   if (!outcome.reported) {
@@ -226,7 +218,7 @@ DoctorCheck CheckLimits(const ProbedDriver& driver, bool allow_unlimited) {
   auto missing = [&](std::string detail) {
     check.status = CheckStatus::kMissing;
     check.detail = std::move(detail);
-    check.fix = LimitsFix();
+    check.fix = core::CgroupFixes();
     return check;
   };
   if (!driver.ok()) return missing(std::string(driver.status().message()));
@@ -246,7 +238,7 @@ DoctorCheck CheckLimits(const ProbedDriver& driver, bool allow_unlimited) {
   check.facts["forks_allowed"] = trial.forks_allowed;
   check.facts["memory_peak_bytes"] = trial.memory_peak_bytes;
   // After Create, which carried the placement out (Prepare): where they really went.
-  const core::CgroupPlacement placement = (*driver)->placement();
+  const core::CgroupPlacement& placement = (*driver)->placement();
   check.facts["placement"] = core::CgroupPlacementName(placement.kind);
   check.facts["placement_detail"] = placement.detail;
   check.facts["parent_dir"] = placement.parent_dir;

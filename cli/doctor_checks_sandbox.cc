@@ -13,6 +13,7 @@
 
 #include <csignal>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -208,11 +209,6 @@ void OverlayBody(const void*, ChildReport* report) {
   if (access("/tmp/upper/file", F_OK) != 0) *report = {7, errno};
 }
 
-// "open(...)": the step's text plus the errno's name, for the line.
-std::string Failed(const char* what, int err) {
-  return err == 0 ? what : absl::StrCat(what, ": ", base::ErrnoName(err));
-}
-
 }  // namespace
 
 DoctorCheck CheckKernel() {
@@ -249,16 +245,13 @@ DoctorCheck CheckUserNamespaces() {
     check.fix = UsernsRefusalHint(err);
     return check;
   }
-  const ChildReport& report = outcome->report;
   static const char* const kSteps[] = {"", "the child was not root inside (maps not applied)",
                                        "the child was not pid 1 of its pid namespace",
                                        "mount(/, MS_REC|MS_PRIVATE) in its mount namespace"};
-  if (!outcome->reported || report.step != 0) {
+  if (std::optional<std::string> failure = AttemptFailure(outcome, kSteps)) {
     check.status = CheckStatus::kMissing;
-    check.detail = outcome->reported
-                       ? Failed(kSteps[report.step], report.err)
-                       : absl::StrCat("the child died: ", DescribeWaitStatus(outcome->wait_status));
-    check.fix = UsernsRefusalHint(report.err);
+    check.detail = *std::move(failure);
+    check.fix = UsernsRefusalHint(outcome->report.err);
     return check;
   }
   check.detail = absl::StrCat(
@@ -284,12 +277,9 @@ DoctorCheck CheckSeccomp() {
       "installing the sandbox's filter (seccomp(SECCOMP_SET_MODE_FILTER))",
       "clone3 was not refused with ENOSYS under the filter",
       "setns was not refused with EPERM under the filter"};
-  if (!outcome.ok() || !outcome->reported || outcome->report.step != 0) {
+  if (std::optional<std::string> failure = AttemptFailure(outcome, kSteps)) {
     check.status = CheckStatus::kMissing;
-    check.detail = !outcome.ok() ? std::string(outcome.status().message())
-                   : !outcome->reported
-                       ? absl::StrCat("the child died: ", DescribeWaitStatus(outcome->wait_status))
-                       : Failed(kSteps[outcome->report.step], outcome->report.err);
+    check.detail = *std::move(failure);
     check.fix = outcome.ok() && outcome->reported && outcome->report.step == 2
                     ? "a seccomp filter is already in place (a container's profile, or a "
                       "sandbox): run zygo where setns, clone3 and seccomp(2) are allowed"
@@ -334,12 +324,9 @@ DoctorCheck CheckLandlock() {
       "open(/proc/self/comm, O_WRONLY) was not refused with EACCES under the ruleset",
       "open(/dev/null, O_WRONLY) was refused under the ruleset",
       "kill(parent, 0) was not refused with EPERM (signal scoping)"};
-  if (!outcome.ok() || !outcome->reported || outcome->report.step != 0) {
+  if (std::optional<std::string> failure = AttemptFailure(outcome, kSteps)) {
     check.status = CheckStatus::kMissing;
-    check.detail = !outcome.ok() ? std::string(outcome.status().message())
-                   : !outcome->reported
-                       ? absl::StrCat("the child died: ", DescribeWaitStatus(outcome->wait_status))
-                       : Failed(kSteps[outcome->report.step], outcome->report.err);
+    check.detail = *std::move(failure);
     check.fix = "runs still work; a kernel with a working Landlock adds the layer back";
     return check;
   }
@@ -367,12 +354,9 @@ DoctorCheck CheckOverlayfs() {
                                        "mount(overlay)",
                                        "writing through the overlay",
                                        "the write was not copied up"};
-  if (!outcome.ok() || !outcome->reported || outcome->report.step != 0) {
+  if (std::optional<std::string> failure = AttemptFailure(outcome, kSteps)) {
     check.status = CheckStatus::kMissing;
-    check.detail = !outcome.ok() ? std::string(outcome.status().message())
-                   : !outcome->reported
-                       ? absl::StrCat("the child died: ", DescribeWaitStatus(outcome->wait_status))
-                       : Failed(kSteps[outcome->report.step], outcome->report.err);
+    check.detail = *std::move(failure);
     check.fix =
         "nothing needed: zygo does not mount overlays (overlayfs in a user namespace "
         "needs Linux 5.11+)";

@@ -169,4 +169,16 @@ std::string DescribeWaitStatus(int wait_status) {
   return absl::StrCat("wait status ", wait_status);
 }
 
+std::optional<std::string> AttemptFailure(const absl::StatusOr<ChildOutcome>& outcome,
+                                          const char* const* steps) {
+  if (!outcome.ok()) return std::string(outcome.status().message());
+  if (!outcome->reported) {
+    return absl::StrCat("the child died: ", DescribeWaitStatus(outcome->wait_status));
+  }
+  const ChildReport& report = outcome->report;
+  if (report.step == 0) return std::nullopt;
+  if (report.err == 0) return std::string(steps[report.step]);
+  return absl::StrCat(steps[report.step], ": ", base::ErrnoName(report.err));
+}
+
 }  // namespace zygo::cli

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -59,6 +60,12 @@ absl::StatusOr<ChildOutcome> RunChildAttempt(const ChildAttempt& attempt);
 // The text of a record the child could not fill (died, timed out): "killed by SIGSYS",
 // "exit 99". Parent side.
 std::string DescribeWaitStatus(int wait_status);
+
+// Why an attempt did not get through every step: the parent's error, the child's death,
+// or the step it stopped at, named by steps[step] with its errno's name; nullopt when
+// it did (step 0).
+std::optional<std::string> AttemptFailure(const absl::StatusOr<ChildOutcome>& outcome,
+                                          const char* const* steps);
 
 }  // namespace zygo::cli
 

@@ -350,25 +350,10 @@ TEST(Doctor, InsideASandboxItSaysWhatARunThereGets) {
 // work or both fail, and its network lines agree with a rootless --net full run.
 TEST(Doctor, RootlessAgreesWithARootlessRun) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to create the test user";
-  if (getpwnam("zygo-rootless") == nullptr) {
-    ASSERT_EQ(system("/usr/sbin/useradd --system --no-create-home --shell /usr/sbin/nologin "
-                     "zygo-rootless"),
-              0);
-  }
-  struct passwd* user = getpwnam("zygo-rootless");
-  ASSERT_NE(user, nullptr);
-  std::string dir = "/tmp/zygo-rootless-XXXXXX";
-  ASSERT_NE(mkdtemp(dir.data()), nullptr);
-  chmod(dir.c_str(), 0755);
-  fs::copy_file(ZygoPath(), dir + "/zygo");
-  fs::copy_file(Runfile("net/zygo-net"), dir + "/zygo-net");
-  chmod((dir + "/zygo").c_str(), 0755);
-  chmod((dir + "/zygo-net").c_str(), 0755);
-  RunOptions options;
-  options.as_uid = static_cast<int>(user->pw_uid);
-  options.as_gid = static_cast<int>(user->pw_gid);
-  options.zygo_binary = dir + "/zygo";
-  options.want_outcome = false;
+  std::string dir;
+  absl::StatusOr<RunOptions> rootless = RootlessRunOptions({"net/zygo-net"}, &dir);
+  ASSERT_TRUE(rootless.ok()) << rootless.status();
+  const RunOptions& options = *rootless;
   json doc = DoctorJson({}, options);
   RunResult run = RunZygo({}, "host", {"/bin/true"}, options);
   EXPECT_EQ(Ok(doc, "limits"), run.exit_code == 0) << run.err << doc.dump(2);

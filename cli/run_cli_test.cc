@@ -169,23 +169,10 @@ TEST(RunCli, DirImageRunsAStaticBinary) {
 // names --allow-unlimited; with it, the sandbox runs.
 TEST(RunCli, RootlessRunsWithAllowUnlimited) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to create the test user";
-  if (getpwnam("zygo-rootless") == nullptr) {
-    ASSERT_EQ(system("/usr/sbin/useradd --system --no-create-home --shell /usr/sbin/nologin "
-                     "zygo-rootless"),
-              0);
-  }
-  struct passwd* user = getpwnam("zygo-rootless");
-  ASSERT_NE(user, nullptr);
-  std::string dir = "/tmp/zygo-rootless-XXXXXX";
-  ASSERT_NE(mkdtemp(dir.data()), nullptr);
-  chmod(dir.c_str(), 0755);
-  std::filesystem::copy_file(ZygoPath(), dir + "/zygo");
-  chmod((dir + "/zygo").c_str(), 0755);
-  RunOptions options;
-  options.as_uid = static_cast<int>(user->pw_uid);
-  options.as_gid = static_cast<int>(user->pw_gid);
-  options.zygo_binary = dir + "/zygo";
-  options.want_outcome = false;
+  std::string dir;
+  absl::StatusOr<RunOptions> rootless = RootlessRunOptions({}, &dir);
+  ASSERT_TRUE(rootless.ok()) << rootless.status();
+  const RunOptions& options = *rootless;
   RunResult refused = RunZygo({}, "host", {"/bin/true"}, options);
   EXPECT_EQ(refused.exit_code, 125) << refused.err;
   EXPECT_TRUE(absl::StrContains(refused.err, "--allow-unlimited")) << refused.err;

@@ -163,7 +163,7 @@ int Report(const RunOptions& options, const core::Outcome& outcome, bool verbose
 core::CgroupChoice DescribeCgroups(
     const absl::StatusOr<std::unique_ptr<core::CgroupDriver>>& driver) {
   if (!driver.ok()) return {"none", "none", std::string(driver.status().message())};
-  const core::CgroupPlacement placement = (*driver)->placement();
+  const core::CgroupPlacement& placement = (*driver)->placement();
   return {(*driver)->name(), core::CgroupPlacementName(placement.kind), placement.detail};
 }
 

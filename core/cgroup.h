@@ -150,7 +150,7 @@ class CgroupDriver {
   const char* name() const { return version() == CgroupVersion::kV2 ? "v2" : "v1"; }
 
   // Where this driver makes cgroups. Before Prepare(), what it will do.
-  virtual CgroupPlacement placement() const = 0;
+  virtual const CgroupPlacement& placement() const = 0;
 
   // Puts this process where the placement needs it (a leaf, a systemd scope), once;
   // Create() calls it first, and a long-lived caller (the supervisor) calls it at start so
@@ -191,6 +191,10 @@ struct CgroupProbeOptions {
 // the fix, when no placement can work. Nothing moves until Prepare() or Create().
 absl::StatusOr<std::unique_ptr<CgroupDriver>> ProbeCgroupDriver(
     const CgroupProbeOptions& options = {});
+
+// What a user can do where no cgroup can be made: a delegated cgroup (the systemd-run
+// line for this user, or a Delegate=yes service) or --allow-unlimited.
+std::string CgroupFixes();
 
 // "cannot apply the memory/pids/cpu limits: <why>", with the fixes when `why` names none.
 // FailedPrecondition.

@@ -1,6 +1,8 @@
 // Picks the cgroup driver this host supports: v2 on a cgroup2 mount (with its placement),
 // else v1 when the memory, pids and cpu hierarchies are there; and, without a driver, which mounts
 // a sweep for stale cgroups walks.
+#include <unistd.h>
+
 #include <memory>
 #include <string>
 #include <utility>
@@ -53,6 +55,14 @@ absl::StatusOr<std::unique_ptr<CgroupDriver>> ProbeCgroupDriver(const CgroupProb
   }
   return std::unique_ptr<CgroupDriver>(
       std::make_unique<internal::CgroupV1Driver>(*std::move(layout), options.name_prefix));
+}
+
+std::string CgroupFixes() {
+  return absl::StrCat("run zygo in a cgroup delegated to it (",
+                      geteuid() == 0 ? "systemd-run --scope -p Delegate=yes zygo ..."
+                                     : "systemd-run --user --scope -p Delegate=yes zygo ...",
+                      ", or a Delegate=yes service), or pass --allow-unlimited to run without "
+                      "limits");
 }
 
 absl::Status CannotApplyLimits(const absl::Status& why) {

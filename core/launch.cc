@@ -18,7 +18,6 @@
 #include <optional>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/base/child_report.h"
 #include "core/base/errno_status.h"

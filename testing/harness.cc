@@ -4,8 +4,10 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -96,8 +98,9 @@ absl::StatusOr<TestImage> BuildTestImage(const std::string& name, const RunOptio
   static const std::regex kReport("IMAGE=([^ ]+) DIGEST=([^ \\n]+)");
   if (built.exit_code != 0 || !std::regex_search(built.out, match, kReport)) {
     const std::string& err = built.err;
-    return absl::FailedPreconditionError(absl::StrCat(
-        "tools/images/build ", name, " failed: ", err.substr(err.size() > 600 ? err.size() - 600 : 0)));
+    return absl::FailedPreconditionError(
+        absl::StrCat("tools/images/build ", name,
+                     " failed: ", err.substr(err.size() > 600 ? err.size() - 600 : 0)));
   }
   return TestImage{match[1], match[2]};
 }
@@ -225,6 +228,35 @@ std::vector<std::string> LeftoverMounts() {
     if (absl::StrContains(mountpoint, "zygo")) found.push_back(mountpoint);
   }
   return found;
+}
+
+absl::StatusOr<RunOptions> RootlessRunOptions(const std::vector<std::string>& helpers,
+                                              std::string* dir) {
+  constexpr char kUser[] = "zygo-rootless";
+  if (getpwnam(kUser) == nullptr &&
+      system("/usr/sbin/useradd --system --no-create-home --shell /usr/sbin/nologin "
+             "zygo-rootless") != 0) {
+    return absl::InternalError("useradd zygo-rootless failed");
+  }
+  struct passwd* user = getpwnam(kUser);
+  if (user == nullptr) return absl::InternalError("no zygo-rootless user");
+  std::string made = "/tmp/zygo-rootless-XXXXXX";
+  if (mkdtemp(made.data()) == nullptr) return absl::InternalError("mkdtemp failed");
+  chmod(made.c_str(), 0755);
+  std::vector<std::string> copies = {ZygoPath()};
+  for (const std::string& helper : helpers) copies.push_back(Runfile(helper));
+  for (const std::string& from : copies) {
+    const std::string to = absl::StrCat(made, "/", std::filesystem::path(from).filename().string());
+    std::filesystem::copy_file(from, to);
+    chmod(to.c_str(), 0755);
+  }
+  *dir = made;
+  RunOptions options;
+  options.as_uid = static_cast<int>(user->pw_uid);
+  options.as_gid = static_cast<int>(user->pw_gid);
+  options.zygo_binary = made + "/zygo";
+  options.want_outcome = false;
+  return options;
 }
 
 }  // namespace zygo::testing

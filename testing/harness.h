@@ -28,6 +28,12 @@ struct RunOptions {
   std::string zygo_binary;  // default: ZygoPath()
 };
 
+// Options that run zygo as the ordinary system user zygo-rootless (made on first use;
+// needs root): a copy of zygo, and of each of `helpers` (runfile paths, such as
+// "net/zygo-net"), in a fresh directory others may read, `*dir`, which the caller removes.
+absl::StatusOr<RunOptions> RootlessRunOptions(const std::vector<std::string>& helpers,
+                                              std::string* dir);
+
 // A file of this workspace in Bazel's runfiles ("tools/images/build").
 std::string Runfile(const std::string& path);
 

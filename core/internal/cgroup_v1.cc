@@ -377,13 +377,12 @@ absl::StatusOr<V1Layout> ResolveV1Layout(const CgroupProbeOptions& options) {
 }
 
 CgroupV1Driver::CgroupV1Driver(V1Layout layout, std::string name_prefix)
-    : layout_(std::move(layout)), name_prefix_(std::move(name_prefix)) {}
-
-CgroupPlacement CgroupV1Driver::placement() const {
-  return {CgroupPlacementKind::kOwnCgroups, layout_.memory.parent_dir,
-          absl::StrCat("below zygo's own cgroups in the v1 memory, pids and cpu hierarchies (",
-                       layout_.memory.parent_dir, ", ...)")};
-}
+    : layout_(std::move(layout)),
+      name_prefix_(std::move(name_prefix)),
+      placement_{CgroupPlacementKind::kOwnCgroups, layout_.memory.parent_dir,
+                 absl::StrCat("below zygo's own cgroups in the v1 memory, pids and cpu "
+                              "hierarchies (",
+                              layout_.memory.parent_dir, ", ...)")} {}
 
 std::vector<StaleCgroup> CgroupV1Driver::SweepStale(const StaleSweepOptions& options) {
   std::vector<SweepHierarchy> hierarchies;

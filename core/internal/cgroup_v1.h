@@ -61,7 +61,7 @@ class CgroupV1Driver : public CgroupDriver {
 
   CgroupVersion version() const override { return CgroupVersion::kV1; }
   // Below the caller's own cgroups: v1 has no rule against processes beside child cgroups.
-  CgroupPlacement placement() const override;
+  const CgroupPlacement& placement() const override { return placement_; }
   absl::Status Prepare() override { return absl::OkStatus(); }
 
   // mkdirs "<prefix><pid>-<n>" in every hierarchy of the layout and writes the limits
@@ -78,6 +78,7 @@ class CgroupV1Driver : public CgroupDriver {
  private:
   V1Layout layout_;
   std::string name_prefix_;
+  CgroupPlacement placement_;
 };
 
 }  // namespace zygo::core::internal

@@ -32,7 +32,7 @@ class CgroupV2Driver : public CgroupDriver {
   CgroupV2Driver(V2PlacementPlan plan, CgroupProbeOptions options);
 
   CgroupVersion version() const override { return CgroupVersion::kV2; }
-  CgroupPlacement placement() const override { return placement_.placement(); }
+  const CgroupPlacement& placement() const override { return placement_.placement(); }
   absl::Status Prepare() override { return placement_.Prepare(); }
 
   // Prepare()s, enables +memory +pids +cpu in the parent's cgroup.subtree_control when

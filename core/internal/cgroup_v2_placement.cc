@@ -44,12 +44,11 @@ std::string MissingControllersReason(const std::string& dir) {
                       " by its parent (cgroup.controllers)");
 }
 
-// "" when this process is the only one in `dir`; else what is there.
-std::string SharedReason(const std::string& dir) {
-  absl::StatusOr<std::vector<pid_t>> members = MemberProcesses(dir);
-  if (!members.ok()) return std::string(members.status().message());
+// "" when this process is the only one of `members`, the processes in `dir`; else what
+// is there.
+std::string SharedReason(const std::string& dir, const std::vector<pid_t>& members) {
   size_t others = 0;
-  for (pid_t pid : *members) others += pid != getpid();
+  for (pid_t pid : members) others += pid != getpid();
   if (others == 0) return "";
   return absl::StrCat(dir, " holds ", others, " other process", others == 1 ? "" : "es");
 }
@@ -74,7 +73,6 @@ std::optional<std::string> ManageableAncestor(const std::string& own_dir,
 // `container_root`: zygo shares the root cgroup of a cgroup namespace (a container's "/")
 // with the container's other processes, where no scope or ancestor can help.
 std::string Fixes(bool container_root = false) {
-  const bool root = geteuid() == 0;
   if (container_root) {
     return "make zygo the container's entry point (alone in the container's cgroup it "
            "moves into a leaf), or have the entry point move the container's processes "
@@ -82,10 +80,7 @@ std::string Fixes(bool container_root = false) {
            "/sys/fs/cgroup/init and write each pid of /sys/fs/cgroup/cgroup.procs into "
            "its cgroup.procs), or pass --allow-unlimited to run without limits";
   }
-  return absl::StrCat("run zygo in a cgroup delegated to it (",
-                      root ? "systemd-run --scope -p Delegate=yes zygo ..."
-                           : "systemd-run --user --scope -p Delegate=yes zygo ...",
-                      "), or pass --allow-unlimited to run without limits");
+  return CgroupFixes();
 }
 
 std::string ScopeUnitName(const std::string& prefix) {
@@ -133,7 +128,7 @@ absl::StatusOr<V2PlacementPlan> PlanV2Placement(const CgroupProbeOptions& option
   }
 
   const std::string missing = MissingControllersReason(own_dir);
-  const std::string shared = SharedReason(own_dir);
+  const std::string shared = SharedReason(own_dir, *members);
   const absl::Status may_manage = CheckMayManage(own_dir);
   if (shared.empty() && may_manage.ok() && missing.empty()) {
     placement = {CgroupPlacementKind::kLeafOfOwnCgroup, own_dir,
