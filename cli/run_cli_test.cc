@@ -62,6 +62,38 @@ TEST(RunCli, BadInputGetsOneClearLineAnd125) {
   EXPECT_TRUE(LeftoverCgroups().empty());
 }
 
+// A container's /proc as docker and systemd-nspawn make it by default: parts mounted over.
+// A sandbox cannot mount a proc of its own there; the run must say so and how to fix it.
+TEST(RunCli, MaskedProcIsRefusedNamingTheContainerFix) {
+  struct Case {
+    std::string name;
+    std::string mask;   // shell, in a mount namespace of the test's own
+    std::string proof;  // shell: succeeds only once the mask is in place
+  };
+  for (const Case& c : std::vector<Case>{
+           {"no mask (control)", "true", "true"},
+           {"read-only /proc/sys",
+            "mount --bind /proc/sys /proc/sys && mount -o remount,bind,ro /proc/sys",
+            "! test -w /proc/sys/user/max_inotify_instances"},
+           {"a masked file", "mount --bind /dev/null /proc/keys", "test ! -s /proc/keys"},
+       }) {
+    const std::string script =
+        absl::StrCat(c.mask, " && ", c.proof, " && echo masked && exec \"$1\" run host /bin/true");
+    RunResult result = RunOnHost({"/usr/bin/unshare", "--mount", "--propagation", "private", "sh",
+                                  "-c", script, "sh", ZygoPath()});
+    ASSERT_TRUE(absl::StrContains(result.out, "masked")) << c.name << ": " << result.err;
+    if (c.mask == "true") {
+      EXPECT_EQ(result.exit_code, 0) << c.name << ": " << result.err;
+      continue;
+    }
+    EXPECT_EQ(result.exit_code, 125) << c.name;
+    EXPECT_EQ(LineCount(result.err), 1) << c.name << ": " << result.err;
+    EXPECT_TRUE(absl::StrContains(result.err, "cannot have a /proc of its own")) << result.err;
+    EXPECT_TRUE(absl::StrContains(result.err, "systempaths=unconfined")) << result.err;
+  }
+  EXPECT_TRUE(LeftoverCgroups().empty());
+}
+
 TEST(RunCli, StreamsPassStraightThrough) {
   std::string input = std::string(getenv("TEST_TMPDIR")) + "/input.txt";
   std::ofstream(input) << "hello through stdin\n";

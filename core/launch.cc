@@ -29,6 +29,7 @@
 #include "core/launch_step.h"
 #include "core/sandbox_child.h"
 #include "core/seccomp_policy.h"
+#include "core/setup_failure.h"
 #include "core/terminal.h"
 
 namespace zygo::core {
@@ -132,27 +133,6 @@ SeccompKillNotice KillNotice(const ChildRecord& record) {
   const uint32_t arch = static_cast<uint32_t>(record.err);
   return {static_cast<pid_t>(record.value), record.step, SyscallName(arch, record.step),
           ArchName(arch, record.step)};
-}
-
-std::string DescribeSetupFailure(const Plan& plan, const ChildRecord& failure) {
-  auto step = static_cast<LaunchStep>(failure.step);
-  std::string what = StepName(step);
-  if (step == LaunchStep::kMountOp && failure.value >= 0 &&
-      static_cast<size_t>(failure.value) < plan.mounts.ops.size()) {
-    const MountOp& op = plan.mounts.ops[failure.value];
-    if (op.kind == MountOpKind::kBindChecked && (failure.err == ELOOP || failure.err == ESTALE)) {
-      std::string source = op.source.substr(sizeof(kOldRoot) - 1);
-      return absl::StrCat(
-          "refused to mount ", source, " at ", op.sandbox_path.empty() ? "/" : op.sandbox_path,
-          ": it changed after zygo checked it (",
-          failure.err == ELOOP ? "a part of the path is now a symlink" : "it is now another file",
-          "); nothing was mounted and the command did not run");
-    }
-    what = absl::StrCat("mount plan: ", op.source.empty() ? "" : op.source + " -> ",
-                        op.sandbox_path.empty() ? "/" : op.sandbox_path);
-  }
-  return absl::StrCat("sandbox setup failed at ", what, ": ", strerror(failure.err), " (",
-                      base::ErrnoName(failure.err), ")");
 }
 
 // Makes the cgroup, or explains why none can be made and how to run without one.

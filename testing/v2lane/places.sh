@@ -19,7 +19,7 @@ mkdir -p "$WORK"
 USER_ENV=(HOME=/home/v2user USER=v2user LOGNAME=v2user PATH=/usr/local/bin:/usr/bin:/bin
           XDG_RUNTIME_DIR=/run/user/1000 DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus)
 
-mode_of() { [[ " ${V2_REFUSE_OK:-ssh container} " == *" $1 "* ]] && echo refuse-ok || echo limits; }
+mode_of() { [[ " ${V2_REFUSE_OK:-ssh} " == *" $1 "* ]] && echo refuse-ok || echo limits; }
 
 # Commands as v2user from this service (no session of its own: runuser without -l).
 as_user() { runuser -u v2user -- env -i "${USER_ENV[@]}" "$@"; }
@@ -72,7 +72,8 @@ probe_container_root() {
 }
 
 # zygo run as the entry point of a container as nspawn makes it by default (/proc/sys
-# read-only, as docker without --privileged has it).
+# read-only, as docker without --privileged has it): no sandbox can mount its own /proc
+# there, so the run must refuse in one line naming the fix.
 check_nspawn_default() {
   local out rc
   out=$(systemd-nspawn --quiet --pipe --link-journal=no --directory="$WORK/root" \
@@ -81,8 +82,8 @@ check_nspawn_default() {
   if [ "$rc" = 0 ]; then
     pass container.nspawn-default "zygo run host /bin/true: 0"
   elif [ "$rc" = 125 ] && [ "$(printf '%s\n' "$out" | grep -c .)" = 1 ] &&
-       [[ $out == *"entry point"* ]]; then
-    # nspawn keeps its own processes in the container's root cgroup beside the command.
+       [[ $out == *"SYSTEMD_NSPAWN_API_VFS_WRITABLE=1"* ]]; then
+    # A new user namespace may not mount proc where parts of /proc are mounted over.
     pass container.nspawn-default "refused, naming the fix: ${out:0:200}"
   else
     fail container.nspawn-default "zygo run host /bin/true exited $rc: ${out:0:320}"
