@@ -120,7 +120,7 @@ void LimitsBody(const void* arg, ChildReport* report) {
 // The child's verdict on the cgroup it was placed in; "" when it all held.
 std::string JudgeLimitsChild(const ChildOutcome& outcome, const core::Cgroup& cgroup) {
   if (!outcome.reported) {
-    return absl::StrCat("the child placed in it died: ", DescribeWaitStatus(outcome.wait_status));
+    return absl::StrCat("the child placed in it ", DescribeUnreported(outcome));
   }
   const ChildReport& report = outcome.report;
   if (report.step == kReadCgroup) {
@@ -183,6 +183,8 @@ Trial TryCgroup(core::Cgroup& cgroup) {
   }
   attempt.body = LimitsBody;
   attempt.arg = &args;
+  // Touching 8 MiB and 16 forks take well over the default 2 s on a loaded emulated VM.
+  attempt.timeout_ms = 10'000;
   absl::StatusOr<ChildOutcome> outcome = RunChildAttempt(attempt);
   absl::StatusOr<core::CgroupUsage> usage = cgroup.ReadUsage();
   cgroup.KillAll().IgnoreError();

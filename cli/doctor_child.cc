@@ -154,7 +154,10 @@ absl::StatusOr<ChildOutcome> RunChildAttempt(const ChildAttempt& attempt) {
   ChildOutcome outcome;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(attempt.timeout_ms);
   outcome.reported = ReadReport(report_read.get(), &outcome.report, deadline);
-  if (!outcome.reported) kill(child, SIGKILL);
+  if (!outcome.reported) {
+    outcome.timed_out = std::chrono::steady_clock::now() >= deadline;
+    kill(child, SIGKILL);
+  }
   outcome.wait_status = Reap(child);
   return outcome;
 }
@@ -169,12 +172,15 @@ std::string DescribeWaitStatus(int wait_status) {
   return absl::StrCat("wait status ", wait_status);
 }
 
+std::string DescribeUnreported(const ChildOutcome& outcome) {
+  if (outcome.timed_out) return "gave no report in time and was killed";
+  return absl::StrCat("died: ", DescribeWaitStatus(outcome.wait_status));
+}
+
 std::optional<std::string> AttemptFailure(const absl::StatusOr<ChildOutcome>& outcome,
                                           const char* const* steps) {
   if (!outcome.ok()) return std::string(outcome.status().message());
-  if (!outcome->reported) {
-    return absl::StrCat("the child died: ", DescribeWaitStatus(outcome->wait_status));
-  }
+  if (!outcome->reported) return absl::StrCat("the child ", DescribeUnreported(*outcome));
   const ChildReport& report = outcome->report;
   if (report.step == 0) return std::nullopt;
   if (report.err == 0) return std::string(steps[report.step]);

@@ -47,7 +47,8 @@ struct ChildAttempt {
 };
 
 struct ChildOutcome {
-  bool reported = false;  // false: the child died before it wrote its report
+  bool reported = false;   // false: the child died before it wrote its report, or
+  bool timed_out = false;  // it had not written it by the attempt's deadline (then killed)
   ChildReport report;
   int wait_status = 0;
 };
@@ -60,6 +61,9 @@ absl::StatusOr<ChildOutcome> RunChildAttempt(const ChildAttempt& attempt);
 // The text of a record the child could not fill (died, timed out): "killed by SIGSYS",
 // "exit 99". Parent side.
 std::string DescribeWaitStatus(int wait_status);
+
+// Why an outcome has no report: "gave no report in time and was killed", or "died: ...".
+std::string DescribeUnreported(const ChildOutcome& outcome);
 
 // Why an attempt did not get through every step: the parent's error, the child's death,
 // or the step it stopped at, named by steps[step] with its errno's name; nullopt when
