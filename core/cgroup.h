@@ -48,6 +48,9 @@ enum class CgroupPlacementKind {
                        // Delegate=yes (over D-Bus), then the leaf step inside it
   kDelegatedAncestor,  // v2, no systemd: the nearest ancestor zygo may write that holds no
                        // process (a delegated subtree's top, or the top of the tree it sees)
+  kContainerRoot,      // v2: zygo shares a container's root cgroup (its cgroup namespace's
+                       // root): it moves the container's processes into /init, as
+                       // docker-in-docker's entry point does, and sandboxes go below the root
 };
 
 const char* CgroupPlacementName(CgroupPlacementKind kind);

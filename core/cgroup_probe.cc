@@ -31,6 +31,8 @@ const char* CgroupPlacementName(CgroupPlacementKind kind) {
       return "systemd_scope";
     case CgroupPlacementKind::kDelegatedAncestor:
       return "delegated_ancestor";
+    case CgroupPlacementKind::kContainerRoot:
+      return "container_root";
   }
   return "unknown";
 }

@@ -21,6 +21,9 @@ namespace {
 
 namespace sys = ::zygo::base::sys;
 
+// As docker-in-docker names it, so that the two agree on where a container's processes go.
+constexpr char kContainerInitCgroup[] = "init";
+
 std::string ParentDir(const std::string& dir) { return dir.substr(0, dir.rfind('/')); }
 
 absl::StatusOr<std::string> OwnCgroupDir(const CgroupProbeOptions& options) {
@@ -68,19 +71,6 @@ std::optional<std::string> ManageableAncestor(const std::string& own_dir,
     if (members.ok() && members->empty()) return dir;
   }
   return std::nullopt;
-}
-
-// `container_root`: zygo shares the root cgroup of a cgroup namespace (a container's "/")
-// with the container's other processes, where no scope or ancestor can help.
-std::string Fixes(bool container_root = false) {
-  if (container_root) {
-    return "make zygo the container's entry point (alone in the container's cgroup it "
-           "moves into a leaf), or have the entry point move the container's processes "
-           "into a child cgroup first (as docker-in-docker's does: mkdir "
-           "/sys/fs/cgroup/init and write each pid of /sys/fs/cgroup/cgroup.procs into "
-           "its cgroup.procs), or pass --allow-unlimited to run without limits";
-  }
-  return CgroupFixes();
 }
 
 std::string ScopeUnitName(const std::string& prefix) {
@@ -176,12 +166,22 @@ absl::StatusOr<V2PlacementPlan> PlanV2Placement(const CgroupProbeOptions& option
                               " that zygo may manage and that holds no process, because ",
                               absl::StrJoin(reasons, " and "))};
     return plan;
+  } else if (own_dir == options.mount_root && may_manage.ok() && missing.empty()) {
+    // The top of the tree zygo sees, not the root cgroup: a container's own cgroup
+    // namespace. Nothing above can be reached, so the container's processes make room.
+    placement = {CgroupPlacementKind::kContainerRoot, own_dir,
+                 absl::StrCat("below ", own_dir,
+                              ", the root of this container's cgroups, once its processes "
+                              "(zygo among them) have moved into ",
+                              own_dir, "/", kContainerInitCgroup,
+                              ", as docker-in-docker's entry point moves them")};
+    return plan;
   } else {
     reasons.push_back("no cgroup above it that zygo may manage holds no process");
   }
   return absl::FailedPreconditionError(
       absl::StrCat("cgroup v2: no cgroup to put the sandboxes in: ", absl::StrJoin(reasons, "; "),
-                   ". Fix: ", Fixes(own_dir == options.mount_root)));
+                   ". Fix: ", CgroupFixes()));
 }
 
 V2Placement::V2Placement(V2PlacementPlan plan, CgroupProbeOptions options)
@@ -200,6 +200,8 @@ absl::Status V2Placement::Carry() {
       return MoveIntoLeaf(plan_.own_dir);
     case CgroupPlacementKind::kSystemdScope:
       return JoinSystemdScope();
+    case CgroupPlacementKind::kContainerRoot:
+      return EmptyContainerRoot();
     default:
       return absl::OkStatus();
   }
@@ -221,7 +223,7 @@ absl::Status V2Placement::JoinSystemdScope() {
     return absl::FailedPreconditionError(absl::StrCat(
         "cgroup v2: the scope systemd's ", SystemdManagerName(*plan_.asks),
         " manager made: ", missing,
-        " (a user manager gets only what user@.service's Delegate= lists). Fix: ", Fixes()));
+        " (a user manager gets only what user@.service's Delegate= lists). Fix: ", CgroupFixes()));
   }
   plan_.placement.parent_dir = scope_dir;
   return MoveIntoLeaf(scope_dir);
@@ -246,6 +248,33 @@ absl::Status V2Placement::MoveIntoLeaf(const std::string& dir) {
   }
   turned_on_ = *std::move(turned_on);
   return absl::OkStatus();
+}
+
+// Every process of the container's root cgroup, zygo among them, into its init cgroup,
+// until none is left (one may fork while the others move); then the controllers on. Both
+// stay after zygo exits, as they would after docker-in-docker's entry point: the processes
+// live on in init, and the next zygo finds the root empty (delegated_ancestor).
+absl::Status V2Placement::EmptyContainerRoot() {
+  const std::string& root = plan_.placement.parent_dir;
+  const std::string init = absl::StrCat(root, "/", kContainerInitCgroup);
+  if (!IsDirectory(init)) ZYGO_RETURN_IF_ERROR(MakeCgroupDir(init));
+  constexpr int kRounds = 20;
+  for (int round = 0; round < kRounds; ++round) {
+    ZYGO_ASSIGN_OR_RETURN(const std::vector<pid_t> members, MemberProcesses(root));
+    if (members.empty()) return EnableControllers(root).status();
+    for (pid_t pid : members) {
+      absl::Status moved = WriteControlFile(absl::StrCat(init, "/cgroup.procs"), absl::StrCat(pid),
+                                            IfMissing::kCreate);
+      // ESRCH: it exited meanwhile.
+      if (!moved.ok() && sys::ErrnoOf(moved) != ESRCH) {
+        return absl::Status(moved.code(), absl::StrCat("moving process ", pid, " of ", root,
+                                                       " into ", init, ": ", moved.message()));
+      }
+    }
+  }
+  return absl::UnavailableError(absl::StrCat("cgroup v2: ", root, " still holds processes after ",
+                                             kRounds, " rounds of moving them into ", init,
+                                             " (something keeps starting new ones there)"));
 }
 
 // Best effort, on the way out: what cannot be undone is a leaf named like a sandbox's

@@ -33,8 +33,9 @@ V2PlacementPlan FixedV2Placement(const std::string& parent_dir);
 // Decides from the tree under options.mount_root and this process's cgroup. In order:
 // the root cgroup; alone in a cgroup it may manage (leaf step); systemd running (a scope
 // from the system manager for root, the user's manager for others); no systemd: the
-// nearest manageable ancestor without processes. FailedPrecondition naming what is
-// missing and the fixes when none applies.
+// nearest manageable ancestor without processes, or, at the top of a container's own
+// cgroup namespace, that top once its processes have moved to a child. FailedPrecondition
+// naming what is missing and the fixes when none applies.
 absl::StatusOr<V2PlacementPlan> PlanV2Placement(const CgroupProbeOptions& options);
 
 // A plan carried out. Prepare() moves this process (once); the destructor moves it back
@@ -54,6 +55,7 @@ class V2Placement {
  private:
   absl::Status Carry();
   absl::Status JoinSystemdScope();
+  absl::Status EmptyContainerRoot();
   absl::Status MoveIntoLeaf(const std::string& dir);
   void Undo();
 

@@ -79,6 +79,19 @@ check_run_true() {
   esac
 }
 
+# Only in `container`, whose root cgroup held the container's other processes: the first
+# run moved every one of them (this script too) into /init, and the root holds none.
+check_emptied_root() {
+  [ "$P" = container ] && [ "$MODE" = limits ] || return 0
+  local left
+  left=$(grep -c . /sys/fs/cgroup/cgroup.procs)
+  if [ -d /sys/fs/cgroup/init ] && [ "$left" = 0 ] && [ "$(cgroup_of)" = /init ]; then
+    pass "$P.emptied-root" "$(grep -c . /sys/fs/cgroup/init/cgroup.procs) processes in /init, root subtree_control: $(rd /sys/fs/cgroup/cgroup.subtree_control)"
+  else
+    fail "$P.emptied-root" "root holds $left processes, this script is in $(cgroup_of)"
+  fi
+}
+
 check_oom() {
   z oom run --outcome "$W/oom.json" -m 64m host /usr/bin/python3 -c 'b = b"x" * (512 << 20)'
   local rc=${RC[oom]} json
@@ -237,7 +250,7 @@ check_fix() {
 # Each check, timed: the lane runs under TCG, where every process costs ~10x.
 TIMES=""
 START=$(now)
-for c in check_place check_run_true check_oom check_pids check_cpu show_plan show_unlimited \
+for c in check_place check_run_true check_emptied_root check_oom check_pids check_cpu show_plan show_unlimited \
          check_doctor check_fix check_warm; do
   t0=$(now)
   "$c"
