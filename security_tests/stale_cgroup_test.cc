@@ -212,7 +212,7 @@ class StaleCgroupTest : public WarmSuite {
   }
 
   void TearDown() override {
-    WarmSuite::TearDown();  // SIGKILLs the supervisor; its sandboxes die with it
+    WarmSuite::TearDown();  // stops the supervisor; its sandboxes go with it
     for (const std::string& parent : parents_) {
       for (const std::string& control : controls_) {
         rmdir(absl::StrCat(parent, "/", control).c_str());

@@ -83,7 +83,10 @@ absl::Status SupervisorProcess::WaitHealthy() {
   return absl::DeadlineExceededError("the supervisor did not answer within 30 s: " + Log());
 }
 
-SupervisorProcess::~SupervisorProcess() { Kill(); }  // never kill(-1, ...): Kill checks
+// Stopped as an operator stops it, so that it removes its cgroups: a SIGKILLed one leaves
+// them to the next zygo's sweep, and a test of leftovers run next would see them. Tests of
+// a killed supervisor call Kill() themselves. Never kill(-1, ...): Stop checks.
+SupervisorProcess::~SupervisorProcess() { Stop(std::chrono::seconds(10)); }
 
 void SupervisorProcess::Kill() {
   if (pid_ <= 0) return;

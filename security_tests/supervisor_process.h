@@ -43,7 +43,7 @@ class SupervisorProcess {
   // 30 s). The errors quote its log.
   static absl::StatusOr<std::unique_ptr<SupervisorProcess>> Start(const Options& options);
 
-  // SIGKILLs it if still running.
+  // Stop(10 s) if still running.
   ~SupervisorProcess();
   SupervisorProcess(const SupervisorProcess&) = delete;
   SupervisorProcess& operator=(const SupervisorProcess&) = delete;
