@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "bench/host_info.h"
+#include "bench/measured_zygo.h"
 #include "bench/stats.h"
 #include "bench/timed_spawn.h"
 #include "core/base/status_macros.h"
@@ -188,10 +189,9 @@ int RunBytecodeBench(int argc, char** argv) {
     fputs(kUsage, stdout);
     return 0;
   }
-  char self[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n <= 0) return Fail(absl::InternalError("readlink(/proc/self/exe) failed"));
-  std::string zygo(self, n);
+  absl::StatusOr<std::string> measured_zygo = MeasuredZygo("");
+  if (!measured_zygo.ok()) return Fail(measured_zygo.status());
+  const std::string zygo = *measured_zygo;
   printf("%s\n", HostText().c_str());
   absl::StatusOr<std::string> layer = PrepareLayer(options->image);
   if (!layer.ok()) return Fail(layer.status());

@@ -19,6 +19,7 @@
 #include "bench/cold_report.h"
 #include "bench/cold_variants.h"
 #include "bench/host_info.h"
+#include "bench/measured_zygo.h"
 #include "bench/stats.h"
 #include "bench/timed_spawn.h"
 #include "core/base/errno_status.h"
@@ -54,17 +55,6 @@ int Fail(const absl::Status& status) {
   fflush(stdout);  // what was printed so far comes first when both go to one place
   fprintf(stderr, "zygo bench cold: %s\n", std::string(status.message()).c_str());
   return 125;
-}
-
-absl::StatusOr<std::string> ResolveExecutable(const std::string& path, const char* what) {
-  char resolved[PATH_MAX];
-  if (realpath(path.c_str(), resolved) == nullptr) {
-    return base::ErrnoStatus(errno, absl::StrCat(what, ": realpath(", path, ")"));
-  }
-  if (access(resolved, X_OK) != 0) {
-    return base::ErrnoStatus(errno, absl::StrCat(what, ": access(", resolved, ", X_OK)"));
-  }
-  return std::string(resolved);
 }
 
 absl::Status CheckWorkloadsExist() {
@@ -148,8 +138,7 @@ std::string ZygoVersion(const std::string& zygo) {
 
 // What is known of how the measured zygo was compiled: only when it is this binary.
 std::string BuildMode(const std::string& zygo) {
-  char self[PATH_MAX];
-  if (realpath("/proc/self/exe", self) == nullptr || zygo != self) return "";
+  if (!IsForwardingZygo(zygo)) return "";
   return kOptimizedBuild ? ", optimised build"
                          : ", UNOPTIMISED build: use `bazel build -c opt //cli:zygo` for "
                            "numbers to publish";
@@ -223,7 +212,7 @@ int RunColdBench(int argc, char** argv) {
     fputs(ColdUsage(), stdout);
     return 0;
   }
-  absl::StatusOr<std::string> zygo = ResolveExecutable(options.zygo, "--zygo");
+  absl::StatusOr<std::string> zygo = MeasuredZygo(options.zygo);
   if (!zygo.ok()) return Fail(zygo.status());
 
   HostInfo host = ProbeHost(options.bwrap);

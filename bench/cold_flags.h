@@ -11,7 +11,7 @@ namespace zygo::bench {
 struct ColdOptions {
   int runs = 200;                       // measured runs of each case
   int warmup = 10;                      // discarded runs of each case, first
-  std::string zygo = "/proc/self/exe";  // the zygo binary measured: the one running
+  std::string zygo;  // the zygo binary measured; empty: MeasuredZygo's choice
   std::string bwrap = "/usr/bin/bwrap";
   std::string json_path;  // --json FILE: also write the results there
   bool no_peer = false;   // measure zygo and bare only

@@ -16,7 +16,7 @@ TEST(ParseColdFlags, Defaults) {
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_EQ(options->runs, 200);
   EXPECT_EQ(options->warmup, 10);
-  EXPECT_EQ(options->zygo, "/proc/self/exe");
+  EXPECT_EQ(options->zygo, "");
   EXPECT_EQ(options->bwrap, "/usr/bin/bwrap");
   EXPECT_TRUE(options->json_path.empty());
   EXPECT_FALSE(options->no_peer);

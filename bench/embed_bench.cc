@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "bench/background_process.h"
 #include "bench/interleaved.h"
+#include "bench/measured_zygo.h"
 #include "bench/warm_report.h"
 #include "bench/warm_setup.h"
 #include "core/base/errno_status.h"
@@ -25,13 +26,6 @@ constexpr char kWorkload[] = "sixteen imports";
 constexpr double kBarMinRatio = 40;
 constexpr char kPython[] = "/usr/bin/python3";
 
-absl::StatusOr<std::string> SelfPath() {
-  char self[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n <= 0) return base::ErrnoStatus(errno, "readlink(/proc/self/exe)");
-  return std::string(self, static_cast<size_t>(n));
-}
-
 TimedStep Step(const char* name, std::vector<std::string> argv) {
   Command command{std::move(argv)};
   return {name, command, CommandLine(command)};
@@ -44,15 +38,24 @@ TimedStep Step(const char* name, std::vector<std::string> argv) {
 std::vector<InterleavedCase> EmbedCases(const std::string& zygo, const std::string& socket,
                                         const std::string& bwrap, const std::string& dir) {
   return {
-      {kWorkload, "zygo exec", {Step("zygo exec", {zygo, "exec", "--socket", socket, "embed"})}, {}, {}},
-      {kWorkload, "zygo run",
-       {Step("zygo run", {zygo, "run", "-v", dir + ":/code:ro", "host", kPython, "/code/script.py"})},
-       {}, {}},
-      {kWorkload, "bwrap",
+      {kWorkload,
+       "zygo exec",
+       {Step("zygo exec", {zygo, "exec", "--socket", socket, "embed"})},
+       {},
+       {}},
+      {kWorkload,
+       "zygo run",
+       {Step("zygo run",
+             {zygo, "run", "-v", dir + ":/code:ro", "host", kPython, "/code/script.py"})},
+       {},
+       {}},
+      {kWorkload,
+       "bwrap",
        {Step("bwrap", {bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs",
-                       "/tmp", "--ro-bind", dir, dir, "--unshare-all", "--die-with-parent",
-                       kPython, dir + "/script.py"})},
-       {}, {}},
+                       "/tmp", "--ro-bind", dir, dir, "--unshare-all", "--die-with-parent", kPython,
+                       dir + "/script.py"})},
+       {},
+       {}},
   };
 }
 
@@ -62,13 +65,14 @@ absl::Status CheckRunnersWork(const std::vector<InterleavedCase>& cases) {
   for (const InterleavedCase& c : cases) {
     absl::StatusOr<std::string> out = CaptureStdout(c.steps.front().command);
     if (!out.ok()) {
-      return absl::Status(out.status().code(), absl::StrCat(c.variant, " does not run the script: ",
-                                                            out.status().message()));
+      return absl::Status(
+          out.status().code(),
+          absl::StrCat(c.variant, " does not run the script: ", out.status().message()));
     }
     if (!absl::StrContains(*out, kEmbedLine)) {
       return absl::InternalError(absl::StrCat(c.variant, " ran but did not print '", kEmbedLine,
-                                              "': ", out->substr(0, 500), "\n  command: ",
-                                              c.steps.front().shown));
+                                              "': ", out->substr(0, 500),
+                                              "\n  command: ", c.steps.front().shown));
     }
   }
   return absl::OkStatus();
@@ -84,7 +88,8 @@ int Report(const std::vector<MeasuredCase>& measured, const std::vector<Interlea
            s.p90, s.p99, s.mean, s.p50 / exec.p50);
   }
   printf("commands:\n");
-  for (const InterleavedCase& c : cases) printf("  %-10s %s\n", c.variant.c_str(), c.steps[0].shown.c_str());
+  for (const InterleavedCase& c : cases)
+    printf("  %-10s %s\n", c.variant.c_str(), c.steps[0].shown.c_str());
   printf(
       "zygo exec starts the (static) zygo program per call, which talks to the supervisor; "
       "an embedder calling the API directly pays what `zygo bench warm` measures instead\n\n");
@@ -101,10 +106,11 @@ int Report(const std::vector<MeasuredCase>& measured, const std::vector<Interlea
 absl::StatusOr<int> Measure(const WarmOptions& options, SupervisorSession& session) {
   const std::string dir = session.process->WorkDir() + "/embed";
   // The entry file must exist when the function is registered.
-  if (mkdir(dir.c_str(), 0755) != 0) return base::ErrnoStatus(errno, absl::StrCat("mkdir(", dir, ")"));
+  if (mkdir(dir.c_str(), 0755) != 0)
+    return base::ErrnoStatus(errno, absl::StrCat("mkdir(", dir, ")"));
   ZYGO_RETURN_IF_ERROR(WriteTextFile(dir + "/script.py", EmbedScriptSource()));
   ZYGO_RETURN_IF_ERROR(RegisterFunction(*session.api, dir, "", {"embed", "script.py:main"}));
-  ZYGO_ASSIGN_OR_RETURN(std::string zygo, SelfPath());
+  ZYGO_ASSIGN_OR_RETURN(std::string zygo, MeasuredZygo(""));
   ZYGO_ASSIGN_OR_RETURN(double warm_ms, WaitWarm(*session.api, "embed", 0, nullptr));
   std::vector<InterleavedCase> cases =
       EmbedCases(zygo, session.process->socket_path(), options.bwrap, dir);
@@ -135,9 +141,9 @@ int RunEmbedBench(int argc, char** argv) {
   if (!binary.ok()) return FailBench(kBench, binary.status());
   HostInfo host = PrintHost(*options, *binary);
   if (!host.bwrap_found) {
-    return FailBench(kBench, absl::NotFoundError(absl::StrCat(
-                                 "no peer: bubblewrap not found at ", options->bwrap,
-                                 "; install it or pass --bwrap PATH")));
+    return FailBench(kBench, absl::NotFoundError(
+                                 absl::StrCat("no peer: bubblewrap not found at ", options->bwrap,
+                                              "; install it or pass --bwrap PATH")));
   }
   absl::StatusOr<SupervisorSession> session = StartSession(*binary);
   if (!session.ok()) return FailBench(kBench, session.status());

@@ -19,6 +19,7 @@
 #include "bench/flag_values.h"
 #include "bench/host_info.h"
 #include "bench/interleaved.h"
+#include "bench/measured_zygo.h"
 #include "bench/net_throughput.h"
 #include "bench/net_warm.h"
 #include "bench/other_work.h"
@@ -121,16 +122,6 @@ absl::Status CheckPrerequisites() {
     if (access(tool, X_OK) != 0) return base::ErrnoStatus(errno, absl::StrCat("needs ", tool));
   }
   return absl::OkStatus();
-}
-
-// nsenter runs zygo, so /proc/self/exe must be resolved here, not there.
-absl::StatusOr<std::string> ZygoPath(const std::string& flag) {
-  char resolved[4096];
-  const std::string path = flag.empty() ? "/proc/self/exe" : flag;
-  if (realpath(path.c_str(), resolved) == nullptr) {
-    return base::ErrnoStatus(errno, absl::StrCat("--zygo: realpath(", path, ")"));
-  }
-  return std::string(resolved);
 }
 
 struct Setup {
@@ -355,7 +346,8 @@ int RunNetBench(int argc, char** argv) {
   if (absl::Status ok = CheckPrerequisites(); !ok.ok()) return Fail(ok);
   Setup s;
   s.options = *parsed;
-  absl::StatusOr<std::string> zygo = ZygoPath(s.options.zygo);
+  // Resolved here: nsenter runs it from another mount namespace.
+  absl::StatusOr<std::string> zygo = MeasuredZygo(s.options.zygo);
   if (!zygo.ok()) return Fail(zygo.status());
   s.zygo = *zygo;
   for (char** entry = environ; *entry != nullptr; ++entry) {

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "bench/host_info.h"
 #include "bench/local_registry.h"
+#include "bench/measured_zygo.h"
 #include "bench/pull_context.h"
 #include "bench/pull_flags.h"
 #include "bench/pull_parts.h"
@@ -85,7 +86,7 @@ absl::StatusOr<std::string> ResolvePath(const std::string& path, const char* wha
 
 absl::StatusOr<PullTools> ResolveTools(const PullOptions& options) {
   PullTools tools;
-  ZYGO_ASSIGN_OR_RETURN(tools.zygo, ResolvePath(options.zygo, "--zygo", X_OK));
+  ZYGO_ASSIGN_OR_RETURN(tools.zygo, MeasuredZygo(options.zygo));
   ZYGO_ASSIGN_OR_RETURN(tools.bwrap, ResolvePath(options.bwrap, "--bwrap", X_OK));
   ZYGO_ASSIGN_OR_RETURN(tools.skopeo, ResolvePath(options.skopeo, "--skopeo", X_OK));
   ZYGO_ASSIGN_OR_RETURN(tools.umoci, ResolvePath(options.umoci, "--umoci", X_OK));
@@ -116,8 +117,7 @@ std::string FirstLine(const Command& command) {
   return text.substr(0, text.find('\n'));
 }
 std::string BuildMode(const std::string& zygo) {
-  char self[PATH_MAX];
-  if (realpath("/proc/self/exe", self) == nullptr || zygo != self) return "";
+  if (!IsForwardingZygo(zygo)) return "";
   return kOptimizedBuild ? ", optimised build"
                          : ", UNOPTIMISED build: use `bazel build -c opt //cli:zygo` for "
                            "numbers to publish";

@@ -14,7 +14,7 @@ struct PullOptions {
   int oneshot_runs = 100;  // measured runs of each one-shot case
   int oneshot_warmup = 5;  // discarded runs of each one-shot case, first
   bool no_python = false;  // busybox instead of the python image: fast, for smoke tests
-  std::string zygo = "/proc/self/exe";  // the zygo binary measured: the one running
+  std::string zygo;  // the zygo binary measured; empty: MeasuredZygo's choice
   std::string bwrap = "/usr/bin/bwrap";
   std::string skopeo = "/usr/bin/skopeo";
   std::string umoci = "/usr/bin/umoci";

@@ -19,7 +19,7 @@ TEST(ParsePullFlags, Defaults) {
   EXPECT_EQ(options->oneshot_runs, 100);
   EXPECT_EQ(options->oneshot_warmup, 5);
   EXPECT_FALSE(options->no_python);
-  EXPECT_EQ(options->zygo, "/proc/self/exe");
+  EXPECT_EQ(options->zygo, "");
   EXPECT_EQ(options->bwrap, "/usr/bin/bwrap");
   EXPECT_EQ(options->skopeo, "/usr/bin/skopeo");
   EXPECT_EQ(options->umoci, "/usr/bin/umoci");

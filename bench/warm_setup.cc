@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "bench/background_process.h"
+#include "bench/measured_zygo.h"
 #include "bench/process_tree.h"
 #include "core/base/errno_status.h"
 #include "core/base/status_macros.h"
@@ -33,12 +34,9 @@ double NowMs() {
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-std::string SelfPath() {
-  char self[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n <= 0) return "unknown";
-  self[n] = '\0';
-  return self;
+std::string MeasuredZygoPath() {
+  absl::StatusOr<std::string> zygo = MeasuredZygo("");
+  return zygo.ok() ? *zygo : "unknown";
 }
 
 }  // namespace
@@ -52,7 +50,8 @@ HostInfo PrintHost(const WarmOptions& options, const std::string& supervisor_bin
         "as much about the machine as about zygo\n",
         host.load[0], host.nproc);
   }
-  printf("zygo: %s (%s); supervisor: %s%s\n", SelfPath().c_str(), kBuild, supervisor_binary.c_str(),
+  printf("zygo: %s (%s); supervisor: %s%s\n", MeasuredZygoPath().c_str(), kBuild,
+         supervisor_binary.c_str(),
          options.quick ? "; --quick: a smoke run, not for publishing" : "");
   fflush(stdout);
   return host;

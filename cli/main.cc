@@ -1,4 +1,5 @@
 // The `zygo` binary: dispatches subcommands.
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,19 +10,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "bench/bytecode_bench.h"
 #include "cli/api_commands.h"
-#include "bench/cold_bench.h"
-#include "bench/density_bench.h"
-#include "bench/embed_bench.h"
-#include "bench/load_bench.h"
-#include "bench/net_bench.h"
-#include "bench/pull_bench.h"
-#include "bench/warm_bench.h"
 #include "cli/doctor_command.h"
-#include "core/base/helper_binary.h"
 #include "cli/image_commands.h"
 #include "cli/run_command.h"
+#include "core/base/helper_binary.h"
 
 namespace {
 
@@ -58,55 +51,6 @@ The supervisor's socket is --socket PATH on each command, else $ZYGO_SOCKET, els
 /run/zygo/zygo.sock for root and $XDG_RUNTIME_DIR/zygo/zygo.sock (or
 /tmp/zygo-UID/zygo.sock) for anyone else.
 )";
-
-constexpr char kBenchUsage[] = R"(Usage: zygo bench BENCH [flags]
-
-Benches:
-  cold     a one-shot sandbox from start to finish, against bubblewrap and a bare
-           run (zygo bench cold --help)
-  pull     pulling an image against skopeo + umoci, and a one-shot run in it
-           against bubblewrap (zygo bench pull --help)
-  bytecode importing ten modules in a Python image with and without its bytecode
-           layer (zygo bench bytecode --help)
-  net      what a network mode adds to a one-shot run, and connect and resolve
-           times through the sandbox, in a fake internet (zygo bench net --help)
-  warm     the warm path of a Python function, phase by phase, against a Python
-           server that forks per request; --pool: a runtime pool against a warm
-           function (zygo bench warm --help)
-  load     sustained requests per second through one warm function
-           (zygo bench load --help)
-  density  memory per extra warm function against per extra pooled script
-           (zygo bench density --help)
-  embed    an import-heavy script per call: zygo exec against zygo run and
-           bubblewrap one-shot (zygo bench embed --help)
-
-warm, load, density and embed take --quick: a smoke run of under 20 s for CI.
-)";
-
-// `argv` starts after the word "bench".
-int BenchCommand(int argc, char** argv) {
-  if (argc == 0) {
-    fputs(kBenchUsage, stderr);
-    return 125;
-  }
-  if (strcmp(argv[0], "-h") == 0 || strcmp(argv[0], "--help") == 0) {
-    fputs(kBenchUsage, stdout);
-    return 0;
-  }
-  if (strcmp(argv[0], "cold") == 0) return zygo::bench::RunColdBench(argc - 1, argv + 1);
-  if (strcmp(argv[0], "pull") == 0) return zygo::bench::RunPullBench(argc - 1, argv + 1);
-  if (strcmp(argv[0], "bytecode") == 0) return zygo::bench::RunBytecodeBench(argc - 1, argv + 1);
-  if (strcmp(argv[0], "net") == 0) return zygo::bench::RunNetBench(argc - 1, argv + 1);
-  if (strcmp(argv[0], "warm") == 0) return zygo::bench::RunWarmBench(argc - 1, argv + 1);
-  if (strcmp(argv[0], "load") == 0) return zygo::bench::RunLoadBench(argc - 1, argv + 1);
-  if (strcmp(argv[0], "density") == 0) return zygo::bench::RunDensityBench(argc - 1, argv + 1);
-  if (strcmp(argv[0], "embed") == 0) return zygo::bench::RunEmbedBench(argc - 1, argv + 1);
-  fprintf(stderr,
-          "zygo bench: unknown bench '%s' (cold, pull, bytecode, net, warm, load, density, "
-          "embed; see zygo bench --help)\n",
-          argv[0]);
-  return 125;
-}
 
 // Replaces this process with `helper <command> <args...>`: the supervisor and its
 // client commands need shared libraries (gRPC, libcurl) that the static `zygo` leaves out.
@@ -156,7 +100,13 @@ int main(int argc, char** argv) {
   if (strcmp(command, "run") == 0) {
     return zygo::cli::RunCommand(argc - i - 1, argv + i + 1, verbose);
   }
-  if (strcmp(command, "bench") == 0) return BenchCommand(argc - i - 1, argv + i + 1);
+  if (strcmp(command, "bench") == 0) {
+    // The benches measure this zygo, and know it from here.
+    char self[PATH_MAX];
+    if (realpath("/proc/self/exe", self) != nullptr) setenv("ZYGO_BENCH_ZYGO", self, 1);
+    return ForwardToHelper("zygo-bench", "bench", "the benchmarks, `zygo bench`", command, false,
+                           argc - i - 1, argv + i + 1);
+  }
   int rest_argc = argc - i - 1;
   char** rest_argv = argv + i + 1;
   for (const char* forwarded : {"pull", "load", "login"}) {
@@ -170,8 +120,8 @@ int main(int argc, char** argv) {
     int (*run)(int, char**);
   };
   static constexpr ApiEntry kApiCommands[] = {
-      {"up", &zygo::cli::UpCommand},     {"down", &zygo::cli::DownCommand},
-      {"ls", &zygo::cli::LsCommand},     {"exec", &zygo::cli::ExecCommand},
+      {"up", &zygo::cli::UpCommand},           {"down", &zygo::cli::DownCommand},
+      {"ls", &zygo::cli::LsCommand},           {"exec", &zygo::cli::ExecCommand},
       {"scripts", &zygo::cli::ScriptsCommand},
   };
   for (const ApiEntry& entry : kApiCommands) {
