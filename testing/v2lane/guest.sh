@@ -33,6 +33,18 @@ make_host() {
   mkdir -p /home/v2user && chown 1000:1000 /home/v2user
   # A machine id of its own, as a booted host has.
   rm -f /etc/machine-id && systemd-machine-id-setup > /dev/null 2>&1
+  # Under TCG a client can take longer than the system bus's 30 s to authenticate; the bus
+  # then drops it, and a user manager that lost its system-bus connection that way cannot
+  # move an ssh session's process into its scopes (the lane saw "Got disconnect on system
+  # bus", then every scope of the ssh place failed).
+  mkdir -p /etc/dbus-1/system.d
+  cat > /etc/dbus-1/system.d/v2lane-timeouts.conf <<EOF
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <limit name="auth_timeout">600000</limit>
+</busconfig>
+EOF
   mkdir -p /etc/systemd/system
   cat > /etc/systemd/system/v2lane.target <<EOF
 [Unit]
