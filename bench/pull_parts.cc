@@ -21,6 +21,7 @@
 #include "core/base/errno_status.h"
 #include "core/base/status_macros.h"
 #include "core/base/sys/fs.h"
+#include "core/base/sys/remove_tree.h"
 #include "images/reference.h"
 #include "images/run_image.h"
 #include "images/store.h"
@@ -164,7 +165,7 @@ InterleavedCase ZygoColdCase(const PullBenchContext& b, std::string variant,
   const std::string repo = b.workload.image;
   InterleavedCase c{"pull+unpack", std::move(variant), std::move(steps), nullptr, nullptr};
   c.before = [&b, seen, store, repo]() -> absl::Status {
-    ZYGO_RETURN_IF_ERROR(RemoveTree(store));
+    ZYGO_RETURN_IF_ERROR(base::sys::RemoveTree(store));
     *seen = b.registry->Requests(repo);
     return Sync();
   };
@@ -178,7 +179,7 @@ InterleavedCase ZygoColdCase(const PullBenchContext& b, std::string variant,
           now.blob_gets - seen->blob_gets, " blob(s) for a cold pull, not 1 and ", blobs));
     }
     ZYGO_RETURN_IF_ERROR(StoredImage(store, b.reference, b.workload.probe_file).status());
-    return RemoveTree(store);
+    return base::sys::RemoveTree(store);
   };
   return c;
 }
@@ -221,7 +222,7 @@ InterleavedCase PeerPullCase(const PullBenchContext& b, std::vector<TimedStep> s
   InterleavedCase c{"pull+unpack", kVariantPullPeer, std::move(steps), nullptr, nullptr};
   c.before = [dir]() -> absl::Status {
     // Empty, as a user's fresh directory would be; skopeo makes the layout inside it.
-    ZYGO_RETURN_IF_ERROR(RemoveTree(dir));
+    ZYGO_RETURN_IF_ERROR(base::sys::RemoveTree(dir));
     ZYGO_RETURN_IF_ERROR(base::sys::MakeDirectory(dir, 0755));
     return Sync();
   };
@@ -230,7 +231,7 @@ InterleavedCase PeerPullCase(const PullBenchContext& b, std::vector<TimedStep> s
     if (access(probe.c_str(), F_OK) != 0) {
       return base::ErrnoStatus(errno, absl::StrCat("umoci's unpacked root lacks ", probe));
     }
-    return RemoveTree(dir);
+    return base::sys::RemoveTree(dir);
   };
   return c;
 }

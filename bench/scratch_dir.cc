@@ -6,48 +6,15 @@
 #include <stdlib.h>
 #include <sys/statfs.h>
 
-#include <filesystem>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/base/errno_status.h"
 #include "core/base/sys/fs.h"
+#include "core/base/sys/remove_tree.h"
 
 namespace zygo::bench {
-namespace {
-
-namespace fs = std::filesystem;
-
-// Gives the owner rwx on every directory under `path` (symlinks are not followed), so
-// that their entries can be unlinked.
-void MakeDirectoriesWritable(const fs::path& path) {
-  std::error_code ec;
-  fs::permissions(path, fs::perms::owner_all, fs::perm_options::add, ec);
-  for (fs::recursive_directory_iterator it(path, fs::directory_options::skip_permission_denied, ec),
-       end;
-       !ec && it != end; it.increment(ec)) {
-    if (it->is_directory(ec) && !it->is_symlink(ec)) {
-      fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ec);
-      ec.clear();
-    }
-  }
-}
-
-}  // namespace
-
-absl::Status RemoveTree(const std::string& path) {
-  std::error_code ec;
-  if (!fs::exists(fs::symlink_status(path, ec))) return absl::OkStatus();
-  fs::remove_all(path, ec);
-  if (!ec) return absl::OkStatus();
-  MakeDirectoriesWritable(path);
-  ec.clear();
-  fs::remove_all(path, ec);
-  if (ec) return base::ErrnoStatus(ec.value(), absl::StrCat("remove_all(", path, ")"));
-  return absl::OkStatus();
-}
-
 absl::StatusOr<ScratchDir> ScratchDir::Create(const std::string& prefix) {
   const char* tmp = getenv("TMPDIR");
   std::string pattern =
@@ -62,7 +29,7 @@ absl::StatusOr<ScratchDir> ScratchDir::Create(const std::string& prefix) {
 
 ScratchDir::~ScratchDir() {
   if (path_.empty()) return;
-  absl::Status removed = RemoveTree(path_);
+  absl::Status removed = base::sys::RemoveTree(path_);
   if (!removed.ok()) {
     fprintf(stderr, "zygo bench: could not remove %s: %s\n", path_.c_str(),
             std::string(removed.message()).c_str());

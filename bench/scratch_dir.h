@@ -10,12 +10,6 @@
 
 namespace zygo::bench {
 
-// Removes `path` and everything under it, if it exists. Directories a rootless tool
-// left without write permission (umoci --rootless unpacks read-only directories as
-// they are in the image) are made writable first, so an unprivileged caller can
-// remove them too. Never follows a symlink out of the tree.
-absl::Status RemoveTree(const std::string& path);
-
 class ScratchDir {
  public:
   // Makes "<$TMPDIR or /tmp>/<prefix>.XXXXXX".

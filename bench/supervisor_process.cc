@@ -8,13 +8,14 @@
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
-#include "supervisor/api_connection.h"
 #include "bench/background_process.h"
 #include "bench/scratch_dir.h"
 #include "bench/timed_spawn.h"
-#include "core/base/helper_binary.h"
 #include "core/base/errno_status.h"
+#include "core/base/helper_binary.h"
 #include "core/base/status_macros.h"
+#include "core/base/sys/remove_tree.h"
+#include "supervisor/api_connection.h"
 
 namespace zygo::bench {
 namespace {
@@ -42,9 +43,8 @@ absl::StatusOr<std::string> FindSupervisorBinary(const std::string& override_pat
   absl::StatusOr<std::string> built =
       base::FindHelperBinary("supervisor", "supervisor", "the supervisor, `zygo serve`");
   if (built.ok()) return built;
-  return absl::NotFoundError(
-      absl::StrCat(built.status().message(),
-                   "; build it (bazel build //supervisor) or pass --supervisor PATH"));
+  return absl::NotFoundError(absl::StrCat(
+      built.status().message(), "; build it (bazel build //supervisor) or pass --supervisor PATH"));
 }
 
 SupervisorProcess::SupervisorProcess(std::string dir)
@@ -58,7 +58,8 @@ absl::StatusOr<std::unique_ptr<SupervisorProcess>> SupervisorProcess::Start(
   if (mkdtemp(pattern) == nullptr) return base::ErrnoStatus(errno, "mkdtemp(/tmp/zygo-bench-*)");
   std::unique_ptr<SupervisorProcess> process(new SupervisorProcess(pattern));
   for (const std::string& sub : {process->dir_ + "/state", process->WorkDir()}) {
-    if (mkdir(sub.c_str(), 0755) != 0) return base::ErrnoStatus(errno, absl::StrCat("mkdir(", sub, ")"));
+    if (mkdir(sub.c_str(), 0755) != 0)
+      return base::ErrnoStatus(errno, absl::StrCat("mkdir(", sub, ")"));
   }
   ZYGO_RETURN_IF_ERROR(process->Spawn(binary));
   ZYGO_RETURN_IF_ERROR(process->WaitHealthy());
@@ -80,10 +81,10 @@ absl::Status SupervisorProcess::WaitHealthy() {
     if (!StillRunning(pid_, &status)) {
       pid_ = -1;
       return absl::UnavailableError(absl::StrCat("the supervisor ", DescribeWaitStatus(status),
-                                                 " before it was healthy; its log:\n",
-                                                 LogTail()));
+                                                 " before it was healthy; its log:\n", LogTail()));
     }
-    absl::StatusOr<supervisor::ApiConnection> connection = supervisor::ApiConnection::Connect(socket_);
+    absl::StatusOr<supervisor::ApiConnection> connection =
+        supervisor::ApiConnection::Connect(socket_);
     if (connection.ok()) {
       absl::StatusOr<nlohmann::json> health = connection->CallJson("GET", "/v1/health", "");
       if (health.ok()) return absl::OkStatus();
@@ -115,7 +116,7 @@ SupervisorProcess::~SupervisorProcess() {
     fprintf(stderr, "zygo bench: stopping the supervisor: %s\n",
             std::string(stopped.message()).c_str());
   }
-  if (absl::Status removed = RemoveTree(dir_); !removed.ok()) {
+  if (absl::Status removed = base::sys::RemoveTree(dir_); !removed.ok()) {
     fprintf(stderr, "zygo bench: %s\n", std::string(removed.message()).c_str());
   }
 }

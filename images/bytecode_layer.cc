@@ -22,6 +22,7 @@
 #include "core/base/errno_status.h"
 #include "core/base/status_macros.h"
 #include "core/base/sys/fs.h"
+#include "core/base/sys/remove_tree.h"
 #include "core/base/unique_fd.h"
 #include "images/digest.h"
 #include "images/link_tree.h"
@@ -243,10 +244,10 @@ absl::StatusOr<BytecodeRoot> Build(Store& store, const RunnableImage& image,
   absl::StatusOr<Placed> placed =
       BuildSteps(store, image, stdlib, run, allow_unlimited, out, temp_root);
   // Best effort: whatever stays in tmp/ is pruned later.
-  RemoveTree(out).IgnoreError();
-  RemoveTree(out + ".log").IgnoreError();
+  base::sys::RemoveTree(out).IgnoreError();
+  base::sys::RemoveTree(out + ".log").IgnoreError();
   if (!placed.ok()) {
-    RemoveTree(temp_root).IgnoreError();
+    base::sys::RemoveTree(temp_root).IgnoreError();
     return placed.status();
   }
   std::string key = BytecodeKey(image.manifest_digest);

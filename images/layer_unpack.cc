@@ -26,6 +26,7 @@
 #include "core/base/status_macros.h"
 #include "core/base/sys/fs.h"
 #include "core/base/sys/openat2.h"
+#include "core/base/sys/remove_tree.h"
 #include "core/base/unique_fd.h"
 #include "images/digest.h"
 
@@ -102,27 +103,17 @@ absl::StatusOr<std::vector<std::string>> ListDir(int dirfd, absl::string_view wh
   return names;
 }
 
-absl::Status RemoveTree(int dirfd, const std::string& name, absl::string_view what);
+// Removes the entry `name` of `dirfd` and all below it; errors name `what`, the entry.
+absl::Status RemoveTree(int dirfd, const std::string& name, absl::string_view what) {
+  absl::Status removed = base::sys::RemoveTreeAt(dirfd, name);
+  if (removed.ok()) return removed;
+  return absl::Status(removed.code(), absl::StrCat(what, ": ", removed.message()));
+}
 
 // Removes everything inside the directory `dirfd`, never following a symlink.
 absl::Status ClearDir(int dirfd, absl::string_view what) {
   ZYGO_ASSIGN_OR_RETURN(std::vector<std::string> names, ListDir(dirfd, what));
   for (const std::string& name : names) ZYGO_RETURN_IF_ERROR(RemoveTree(dirfd, name, what));
-  return absl::OkStatus();
-}
-
-absl::Status RemoveTree(int dirfd, const std::string& name, absl::string_view what) {
-  struct stat st;
-  int err = ErrnoOf([&] { return fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW); });
-  if (err == ENOENT) return absl::OkStatus();
-  if (err != 0) return Failed(err, what, absl::StrCat("fstatat(", name, ")"));
-  if (S_ISDIR(st.st_mode)) {
-    ZYGO_ASSIGN_OR_RETURN(UniqueFd sub, OpenAt2(dirfd, name, O_RDONLY | O_DIRECTORY, what));
-    ZYGO_RETURN_IF_ERROR(ClearDir(sub.get(), what));
-  }
-  int flags = S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0;
-  err = ErrnoOf([&] { return unlinkat(dirfd, name.c_str(), flags); });
-  if (err != 0) return Failed(err, what, absl::StrCat("unlinkat(", name, ")"));
   return absl::OkStatus();
 }
 

@@ -174,51 +174,7 @@ absl::Status Walker::Directory(int src_dir, int dest_dir, const std::string& pat
   return absl::OkStatus();
 }
 
-// Empties directory `dir` (named `path` in messages) depth first.
-absl::Status EmptyDirectory(int dir, const std::string& path) {
-  ZYGO_ASSIGN_OR_RETURN(std::vector<std::string> names, ListNames(dir, path));
-  for (const std::string& name : names) {
-    std::string child = absl::StrCat(path, "/", name);
-    struct stat st;
-    if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      return base::LastErrnoStatus([&] { return absl::StrCat("lstat(", child, ")"); });
-    }
-    if (S_ISDIR(st.st_mode)) {
-      if ((st.st_mode & S_IRWXU) != S_IRWXU &&
-          ::fchmodat(dir, name.c_str(), (st.st_mode & 07777) | S_IRWXU, 0) != 0) {
-        return base::LastErrnoStatus([&] { return absl::StrCat("fchmodat(", child, ")"); });
-      }
-      ZYGO_ASSIGN_OR_RETURN(UniqueFd sub, OpenDirAt(dir, name, child));
-      ZYGO_RETURN_IF_ERROR(EmptyDirectory(sub.get(), child));
-    }
-    if (::unlinkat(dir, name.c_str(), S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) != 0) {
-      return base::LastErrnoStatus([&] { return absl::StrCat("unlink(", child, ")"); });
-    }
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
-
-absl::Status RemoveTree(const std::string& path) {
-  struct stat st;
-  if (::lstat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) return absl::OkStatus();
-    return base::LastErrnoStatus([&] { return absl::StrCat("lstat(", path, ")"); });
-  }
-  if (S_ISDIR(st.st_mode)) {
-    if ((st.st_mode & S_IRWXU) != S_IRWXU &&
-        ::chmod(path.c_str(), (st.st_mode & 07777) | S_IRWXU) != 0) {
-      return base::LastErrnoStatus([&] { return absl::StrCat("chmod(", path, ")"); });
-    }
-    ZYGO_ASSIGN_OR_RETURN(UniqueFd dir, OpenDirAt(AT_FDCWD, path, path));
-    ZYGO_RETURN_IF_ERROR(EmptyDirectory(dir.get(), path));
-  }
-  if (::remove(path.c_str()) != 0) {
-    return base::LastErrnoStatus([&] { return absl::StrCat("remove(", path, ")"); });
-  }
-  return absl::OkStatus();
-}
 
 absl::StatusOr<LinkTreeStats> LinkTree(const std::string& src, const std::string& dest) {
   struct stat st;

@@ -27,11 +27,6 @@ struct LinkTreeStats {
 // name changes both.
 absl::StatusOr<LinkTreeStats> LinkTree(const std::string& src, const std::string& dest);
 
-// Removes `path` and everything below it, making each directory owner-writable first
-// (store roots keep read-only directories, which would stop an unprivileged removal).
-// Never follows a symlink. For the store's own work in progress only.
-absl::Status RemoveTree(const std::string& path);
-
 }  // namespace zygo::images
 
 #endif  // ZYGO_IMAGES_LINK_TREE_H_

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "core/base/sys/remove_tree.h"
 #include "gtest/gtest.h"
 
 namespace zygo::images {
@@ -80,10 +81,10 @@ TEST_F(LinkTreeTest, RemoveTreeRemovesReadOnlyDirectoriesButNotThroughSymlinks) 
   fs::create_symlink(dir_ + "/src/outside", dir_ + "/src/ro/link");
   chmod((dir_ + "/src/ro/deep").c_str(), 0555);
   chmod((dir_ + "/src/ro").c_str(), 0555);
-  ASSERT_TRUE(RemoveTree(dir_ + "/src/ro").ok());
+  ASSERT_TRUE(base::sys::RemoveTree(dir_ + "/src/ro").ok());
   EXPECT_FALSE(fs::exists(dir_ + "/src/ro"));
   EXPECT_TRUE(fs::exists(dir_ + "/src/outside/keep"));
-  EXPECT_TRUE(RemoveTree(dir_ + "/src/ro").ok());  // already gone is fine
+  EXPECT_TRUE(base::sys::RemoveTree(dir_ + "/src/ro").ok());  // already gone is fine
 }
 
 }  // namespace

@@ -32,6 +32,8 @@
 #include "core/base/errno_status.h"
 #include "core/base/status_macros.h"
 #include "core/base/sys/fs.h"
+#include "core/base/sys/process_start_time.h"
+#include "core/base/sys/remove_tree.h"
 #include "core/base/unique_fd.h"
 #include "images/digest.h"
 #include "nlohmann/json.hpp"
@@ -42,6 +44,7 @@ namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 using base::UniqueFd;
+using base::sys::ProcessStartTime;
 
 constexpr int kImagesVersion = 1;
 constexpr int64_t kTempMaxAgeSeconds = 3600;
@@ -108,41 +111,10 @@ absl::StatusOr<bool> MoveEntry(const std::string& from, const std::string& to) {
 }
 
 // Removes `path` and everything below it; returns the bytes of the files removed.
-// Unpacked layers keep their read-only (0555) directories, so each directory is made
-// owner-writable before its entries go. Symlinks are removed, never followed:
-// recursive_directory_iterator without follow_directory_symlink and remove_all both
-// treat them as plain entries, and chmod only touches entries lstat saw as directories.
-absl::StatusOr<int64_t> RemoveTree(const std::string& path) {
-  ZYGO_ASSIGN_OR_RETURN(struct stat top, LStat(path));
-  int64_t bytes = S_ISREG(top.st_mode) ? top.st_size : 0;
-  std::error_code ec;
-  if (S_ISDIR(top.st_mode)) {
-    ::chmod(path.c_str(), (top.st_mode & 07777) | S_IRWXU);
-    fs::recursive_directory_iterator it(path, fs::directory_options::none, ec);
-    for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-      struct stat st;
-      if (::lstat(it->path().c_str(), &st) != 0) continue;
-      if (S_ISREG(st.st_mode)) bytes += st.st_size;
-      if (S_ISDIR(st.st_mode) && (st.st_mode & S_IRWXU) != S_IRWXU) {
-        ::chmod(it->path().c_str(), (st.st_mode & 07777) | S_IRWXU);
-      }
-    }
-  }
-  fs::remove_all(path, ec);
-  if (ec) return absl::InternalError(absl::StrCat("remove ", path, ": ", ec.message()));
+absl::StatusOr<int64_t> RemoveTreeCountingBytes(const std::string& path) {
+  int64_t bytes = 0;
+  ZYGO_RETURN_IF_ERROR(base::sys::RemoveTree(path, &bytes));
   return bytes;
-}
-
-// Field 22 of /proc/<pid>/stat (start time in clock ticks since boot): with the pid it
-// names one process for good, where a pid alone is soon reused. "0" when unreadable.
-std::string ProcessStartTime(pid_t pid) {
-  absl::StatusOr<std::string> stat = base::sys::ReadFile(absl::StrCat("/proc/", pid, "/stat"));
-  if (!stat.ok()) return "0";
-  size_t paren = stat->rfind(')');  // the command name may hold spaces and ')'
-  if (paren == std::string::npos) return "0";
-  std::vector<absl::string_view> fields =
-      absl::StrSplit(absl::string_view(*stat).substr(paren + 1), ' ', absl::SkipEmpty());
-  return fields.size() > 19 ? std::string(fields[19]) : "0";
 }
 
 // Whether the process that made tmp/ entry `name` ("<purpose>-<pid>-<start>-<random>",
@@ -350,7 +322,7 @@ absl::Status CommitDir(const std::string& root, absl::string_view digest,
   ZYGO_ASSIGN_OR_RETURN(bool moved, MoveEntry(temp_dir, target));
   if (moved) return absl::OkStatus();
   // Another pull committed the same content first; its entry is as good as ours.
-  return RemoveTree(temp_dir).status();
+  return RemoveTreeCountingBytes(temp_dir).status();
 }
 
 }  // namespace
@@ -511,7 +483,7 @@ absl::StatusOr<int64_t> PruneKind(const Store& store, const char* kind,
     std::string to = store.TempPath(absl::StrCat("prune_", kind));
     ZYGO_ASSIGN_OR_RETURN(bool moved, MoveEntry(from, to));
     if (!moved) continue;  // cannot happen: TempPath names are fresh
-    ZYGO_ASSIGN_OR_RETURN(int64_t bytes, RemoveTree(to));
+    ZYGO_ASSIGN_OR_RETURN(int64_t bytes, RemoveTreeCountingBytes(to));
     freed += bytes;
   }
   return freed;
@@ -534,7 +506,7 @@ absl::StatusOr<int64_t> PruneTemp(const Store& store) {
   if (ec) return absl::InternalError(absl::StrCat("list ", dir, ": ", ec.message()));
   int64_t freed = 0;
   for (const std::string& path : doomed) {
-    ZYGO_ASSIGN_OR_RETURN(int64_t bytes, RemoveTree(path));
+    ZYGO_ASSIGN_OR_RETURN(int64_t bytes, RemoveTreeCountingBytes(path));
     freed += bytes;
   }
   return freed;

@@ -21,6 +21,7 @@
 #include "core/base/errno_status.h"
 #include "core/base/status_macros.h"
 #include "core/base/sys/fs.h"
+#include "core/base/sys/remove_tree.h"
 #include "core/base/unique_fd.h"
 #include "images/digest.h"
 #include "images/link_tree.h"
@@ -175,7 +176,7 @@ absl::Status BuildIn(const std::string& temp, const std::string& log_path,
                                      exit_code.status().message(), line.empty() ? "" : ": ", line));
   }
   if (*exit_code != 0) return BuildError(request, *exit_code, line);
-  return RemoveTree(absl::StrCat(temp, "/", kTempName));
+  return base::sys::RemoveTree(absl::StrCat(temp, "/", kTempName));
 }
 
 // Stages, builds and commits the venv `key` at `final_path`.
@@ -196,8 +197,8 @@ absl::Status Build(Store& store, const RunnableImage& image, const std::string& 
     }
     return absl::OkStatus();
   }();
-  RemoveTree(temp).IgnoreError();  // gone after a successful rename; else a leftover
-  RemoveTree(temp + ".log").IgnoreError();
+  base::sys::RemoveTree(temp).IgnoreError();  // gone after a successful rename; else a leftover
+  base::sys::RemoveTree(temp + ".log").IgnoreError();
   return built;
 }
 
@@ -268,7 +269,7 @@ absl::StatusOr<int64_t> PruneVenvs(const Store& store,
         freed += static_cast<int64_t>(file.file_size(ec));
       }
     }
-    ZYGO_RETURN_IF_ERROR(RemoveTree(entry.path().string()));
+    ZYGO_RETURN_IF_ERROR(base::sys::RemoveTree(entry.path().string()));
   }
   return freed;
 }

@@ -21,6 +21,7 @@
 #include "core/base/errno_status.h"
 #include "core/base/status_macros.h"
 #include "core/base/sys/fs.h"
+#include "core/base/sys/process_start_time.h"
 #include "core/base/unique_fd.h"
 #include "images/digest.h"
 
@@ -29,23 +30,12 @@ namespace {
 
 namespace fs = std::filesystem;
 using base::UniqueFd;
+using base::sys::ProcessStartTime;
 
 constexpr absl::string_view kTempPrefix = ".tmp-";
 
 // TODO(supervisor issue 5): fsync, rename, unlink and chmod belong in core/base/sys (as
 // images/store.cc notes too); they follow its rules meanwhile.
-// Field 22 of /proc/<pid>/stat, the start time since boot: with the pid it names one
-// process for good, where a pid alone is soon reused. "0" when unreadable.
-std::string ProcessStartTime(pid_t pid) {
-  absl::StatusOr<std::string> stat = base::sys::ReadFile(absl::StrCat("/proc/", pid, "/stat"));
-  if (!stat.ok()) return "0";
-  size_t paren = stat->rfind(')');  // the command name may hold spaces and ')'
-  if (paren == std::string::npos) return "0";
-  std::vector<absl::string_view> fields =
-      absl::StrSplit(absl::string_view(*stat).substr(paren + 1), ' ', absl::SkipEmpty());
-  return fields.size() > 19 ? std::string(fields[19]) : "0";
-}
-
 // ".tmp-<pid>-<start>-<random>-<final name>": Open can tell a dead writer's leftover from
 // a live writer's work in progress.
 std::string TempName(absl::string_view final_name) {

@@ -32,40 +32,6 @@ absl::Status AddRule(int ruleset, int dir, uint64_t access, const char* path) {
   return absl::OkStatus();
 }
 
-absl::Status RemoveContents(int dir_fd, const std::string& path, int depth) {
-  if (depth > 64) return absl::ResourceExhaustedError(absl::StrCat(path, ": nested too deep"));
-  const int listing_fd = ::dup(dir_fd);
-  DIR* listing = listing_fd >= 0 ? ::fdopendir(listing_fd) : nullptr;
-  if (listing == nullptr) {
-    if (listing_fd >= 0) ::close(listing_fd);
-    return ErrnoStatus(errno, absl::StrCat("fdopendir(", path, ")"));
-  }
-  std::vector<std::string> subdirs;
-  while (const dirent* entry = ::readdir(listing)) {
-    const std::string name = entry->d_name;
-    if (name == "." || name == "..") continue;
-    if (::unlinkat(dir_fd, name.c_str(), 0) == 0 || errno == ENOENT) continue;
-    if (errno != EISDIR) {
-      ::closedir(listing);
-      return ErrnoStatus(errno, absl::StrCat("unlinkat(", path, "/", name, ")"));
-    }
-    subdirs.push_back(name);
-  }
-  ::closedir(listing);
-  for (const std::string& name : subdirs) {
-    UniqueFd sub(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!sub.valid()) return ErrnoStatus(errno, absl::StrCat("openat(", path, "/", name, ")"));
-    const std::string sub_path = absl::StrCat(path, "/", name);
-    if (absl::Status status = RemoveContents(sub.get(), sub_path, depth + 1); !status.ok()) {
-      return status;
-    }
-    if (::unlinkat(dir_fd, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
-      return ErrnoStatus(errno, absl::StrCat("rmdir(", sub_path, ")"));
-    }
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 std::string RequestTmpDir(uint64_t spare_id) { return absl::StrCat("/tmp/zygo-req-", spare_id); }
@@ -166,25 +132,6 @@ absl::Status IsolateSpare(uint64_t spare_id, absl::StatusOr<LandlockBase>& landl
   if (absl::Status status = MakeRequestTmpDir(tmp_dir); !status.ok()) return status;
   if (!landlock.ok()) return landlock.status();
   return RestrictToRequest(*landlock, tmp_dir).status();
-}
-
-absl::Status RemoveTree(const std::string& dir) {
-  // Most requests leave their directory empty: one rmdir, no listing. (rmdir never follows
-  // a symlink, and a request cannot replace its directory: it may not write in /tmp.)
-  if (::rmdir(dir.c_str()) == 0 || errno == ENOENT) return absl::OkStatus();
-  if (errno != ENOTEMPTY && errno != EEXIST) {
-    return ErrnoStatus(errno, absl::StrCat("rmdir(", dir, ")"));
-  }
-  UniqueFd root(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!root.valid()) {
-    if (errno == ENOENT) return absl::OkStatus();
-    return ErrnoStatus(errno, absl::StrCat("open(", dir, ", O_NOFOLLOW)"));
-  }
-  if (absl::Status status = RemoveContents(root.get(), dir, 0); !status.ok()) return status;
-  root.Reset();
-  if (::rmdir(dir.c_str()) != 0 && errno != ENOENT)
-    return ErrnoStatus(errno, absl::StrCat("rmdir(", dir, ")"));
-  return absl::OkStatus();
 }
 
 }  // namespace zygo::agents::isolation

@@ -66,11 +66,6 @@ absl::Status DieWithParent(pid_t parent);
 // side, after DieWithParent; needs no privileges.
 absl::Status IsolateSpare(uint64_t spare_id, absl::StatusOr<LandlockBase>& landlock);
 
-// Removes `dir` and everything beneath it without following symlinks (openat O_NOFOLLOW
-// and unlinkat relative to directory fds), so a request that leaves a symlink behind
-// cannot redirect the removal. Zygote side, after the child is reaped.
-absl::Status RemoveTree(const std::string& dir);
-
 }  // namespace zygo::agents::isolation
 
 #endif  // ZYGO_AGENTS_ISOLATION_ISOLATION_H_

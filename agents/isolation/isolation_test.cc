@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/base/sys/remove_tree.h"
 
 namespace zygo::agents::isolation {
 namespace {
@@ -95,44 +96,6 @@ TEST(IsolationTest, LandlockAllowsWritesOnlyBeneathTheTmpDir) {
   for (int fd : base_fds) EXPECT_GE(::fcntl(fd, F_GETFD), 0) << fd;
 }
 
-TEST(IsolationTest, RemoveTreeDoesNotFollowSymlinks) {
-  const std::string base = TestDir("remove");
-  const std::string victim = base + "/victim";
-  ASSERT_EQ(::mkdir(victim.c_str(), 0755), 0);
-  std::ofstream(victim + "/keep") << "keep";
-  const std::string tree = base + "/tree";
-  ASSERT_EQ(::mkdir(tree.c_str(), 0700), 0);
-  ASSERT_EQ(::mkdir((tree + "/a").c_str(), 0700), 0);
-  ASSERT_EQ(::mkdir((tree + "/a/b").c_str(), 0700), 0);
-  std::ofstream(tree + "/a/b/file") << "x";
-  ASSERT_EQ(::symlink(victim.c_str(), (tree + "/link").c_str()), 0);
-  ASSERT_EQ(::symlink(victim.c_str(), (tree + "/a/b/link").c_str()), 0);
-
-  ASSERT_TRUE(RemoveTree(tree).ok());
-  EXPECT_FALSE(Exists(tree));
-  EXPECT_TRUE(Exists(victim + "/keep"));  // Control: the link target is untouched.
-  EXPECT_TRUE(RemoveTree(tree).ok());     // Already gone is fine.
-
-  // A symlink in place of the tree itself is refused, not followed.
-  ASSERT_EQ(::symlink(victim.c_str(), tree.c_str()), 0);
-  EXPECT_FALSE(RemoveTree(tree).ok());
-  EXPECT_TRUE(Exists(victim + "/keep"));
-}
-
-TEST(IsolationTest, RemoveTreeTakesEmptyAndFilledDirectories) {
-  const std::string base = TestDir("remove-plain");
-  const std::string empty = base + "/empty";
-  ASSERT_EQ(::mkdir(empty.c_str(), 0700), 0);
-  const std::string filled = base + "/filled";
-  ASSERT_EQ(::mkdir(filled.c_str(), 0700), 0);
-  std::ofstream(filled + "/file") << "x";
-  ASSERT_TRUE(Exists(empty));
-  EXPECT_TRUE(RemoveTree(empty).ok());
-  EXPECT_FALSE(Exists(empty));
-  EXPECT_TRUE(RemoveTree(filled).ok());
-  EXPECT_FALSE(Exists(filled));
-}
-
 // A spare id no other process of this test run uses: its dir is in the host's /tmp.
 uint64_t UniqueSpareId(int n) { return (static_cast<uint64_t>(::getpid()) << 24) | n; }
 
@@ -141,7 +104,7 @@ uint64_t UniqueSpareId(int n) { return (static_cast<uint64_t>(::getpid()) << 24)
 TEST(IsolationTest, IsolateSpareClosesTheBaseFdsWhateverFails) {
   absl::StatusOr<LandlockBase> unprepared = absl::InternalError("no base");
   EXPECT_EQ(IsolateSpare(UniqueSpareId(1), unprepared), unprepared.status());
-  EXPECT_TRUE(RemoveTree(RequestTmpDir(UniqueSpareId(1))).ok());
+  EXPECT_TRUE(base::sys::RemoveTree(RequestTmpDir(UniqueSpareId(1))).ok());
 
   if (LandlockAbi() < 1) GTEST_SKIP() << "the kernel has no Landlock";
   absl::StatusOr<LandlockBase> landlock = PrepareLandlockBase();
@@ -177,7 +140,7 @@ TEST(IsolationTest, IsolateSpareMakesItsDirThenItsDomain) {
   EXPECT_EQ(WEXITSTATUS(wstatus), 0) << "failed check " << WEXITSTATUS(wstatus);
   EXPECT_TRUE(Exists(RequestTmpDir(id) + "/inside"));
   EXPECT_FALSE(Exists(outside));
-  EXPECT_TRUE(RemoveTree(RequestTmpDir(id)).ok());
+  EXPECT_TRUE(base::sys::RemoveTree(RequestTmpDir(id)).ok());
 }
 
 TEST(IsolationTest, DieWithParentChecksTheParent) {

@@ -18,6 +18,7 @@
 #include "agents/wire/join.h"
 #include "agents/wire/messages.h"
 #include "core/base/errno_status.h"
+#include "core/base/sys/remove_tree.h"
 #include "core/base/unique_fd.h"
 
 namespace zygo::agents::zygote {
@@ -25,7 +26,7 @@ namespace {
 
 using base::ErrnoStatus;
 using base::UniqueFd;
-using isolation::RemoveTree;
+using base::sys::RemoveTree;
 using isolation::RequestTmpDir;
 
 sigset_t ChildSignalSet() {
