@@ -37,7 +37,8 @@ constexpr int kSettleDeadlineMs = 10'000;
 absl::StatusOr<PssTotal> SettledPss(pid_t supervisor) {
   std::vector<pid_t> last = Descendants(supervisor);
   int same = 0;
-  for (int waited = 0; same < kSettleScans && waited < kSettleDeadlineMs; waited += kScanIntervalMs) {
+  for (int waited = 0; same < kSettleScans && waited < kSettleDeadlineMs;
+       waited += kScanIntervalMs) {
     usleep(kScanIntervalMs * 1000);
     std::vector<pid_t> now = Descendants(supervisor);
     same = now == last ? same + 1 : 0;
@@ -55,18 +56,18 @@ absl::StatusOr<PssTotal> SettledPss(pid_t supervisor) {
 }
 
 // One request to `name` (a script of the pool when `digest` is set), checked.
-absl::Status CallOnce(supervisor::ApiConnection& api, const std::string& name, const std::string& digest,
+absl::Status CallOnce(sdk::ApiConnection& api, const std::string& name, const std::string& digest,
                       int index) {
   ZYGO_ASSIGN_OR_RETURN(std::string reply, Exec(api, name, digest, index));
   PhaseSamples ignored;
   if (digest.empty()) {
-    return CheckExecReplies({reply}, [index](const nlohmann::json& r, int) {
-      return HandlerResultMatches(r, index);
-    }, &ignored);
+    return CheckExecReplies(
+        {reply}, [index](const nlohmann::json& r, int) { return HandlerResultMatches(r, index); },
+        &ignored);
   }
-  return CheckExecReplies({reply}, [index](const nlohmann::json& r, int) {
-    return PoolResultMatches(r, index);
-  }, &ignored);
+  return CheckExecReplies(
+      {reply}, [index](const nlohmann::json& r, int) { return PoolResultMatches(r, index); },
+      &ignored);
 }
 
 // N warm functions, each its own handler file, for each N; each called once.
@@ -135,9 +136,10 @@ void NoteExtraProcesses(const char* what, const std::vector<int>& counts,
   for (size_t i = 0; i < counts.size(); ++i) {
     const int expected = per_unit * (units_fixed > 0 ? units_fixed : counts[i]);
     if (totals[i].processes != expected) {
-      printf("note: %s at N = %d: %d processes where %d (init, zygote, 2 spares each) were "
-             "expected; the PSS includes them\n",
-             what, counts[i], totals[i].processes, expected);
+      printf(
+          "note: %s at N = %d: %d processes where %d (init, zygote, 2 spares each) were "
+          "expected; the PSS includes them\n",
+          what, counts[i], totals[i].processes, expected);
     }
   }
 }
@@ -145,8 +147,8 @@ void NoteExtraProcesses(const char* what, const std::vector<int>& counts,
 absl::StatusOr<int> Report(const WarmOptions& options, const std::vector<PssTotal>& functions,
                            const std::vector<PssTotal>& pool) {
   const std::vector<int>& counts = options.counts;
-  printf("\n%5s %13s %9s %6s %13s %9s %6s\n", "N", "functions MB", "anon MB", "procs",
-         "pool MB", "anon MB", "procs");
+  printf("\n%5s %13s %9s %6s %13s %9s %6s\n", "N", "functions MB", "anon MB", "procs", "pool MB",
+         "anon MB", "procs");
   for (size_t i = 0; i < counts.size(); ++i) {
     printf("%5d %13.2f %9.2f %6d %13.2f %9.2f %6d\n", counts[i], functions[i].sum.kb / 1024.0,
            functions[i].sum.anon_kb / 1024.0, functions[i].processes, pool[i].sum.kb / 1024.0,
@@ -159,18 +161,23 @@ absl::StatusOr<int> Report(const WarmOptions& options, const std::vector<PssTota
   ZYGO_ASSIGN_OR_RETURN(double per_script, Slope(counts, pool, &Pss::kb));
   ZYGO_ASSIGN_OR_RETURN(double per_script_anon, Slope(counts, pool, &Pss::anon_kb));
   const std::string over = absl::StrJoin(counts, ",");
-  printf("\nper extra warm function: %+.0f kB PSS (%+.0f kB of it anonymous); least-squares "
-         "slope over N = %s\n", per_function, per_function_anon, over.c_str());
-  printf("per extra pooled script: %+.0f kB PSS (%+.0f kB of it anonymous); least-squares "
-         "slope over N = %s\n", per_script, per_script_anon, over.c_str());
+  printf(
+      "\nper extra warm function: %+.0f kB PSS (%+.0f kB of it anonymous); least-squares "
+      "slope over N = %s\n",
+      per_function, per_function_anon, over.c_str());
+  printf(
+      "per extra pooled script: %+.0f kB PSS (%+.0f kB of it anonymous); least-squares "
+      "slope over N = %s\n",
+      per_script, per_script_anon, over.c_str());
   printf("at N = %d: %d warm functions %.2f MB, one pool with %d scripts %.2f MB (%.1fx)\n",
          counts.back(), counts.back(), functions.back().sum.kb / 1024.0, counts.back(),
          pool.back().sum.kb / 1024.0,
          static_cast<double>(functions.back().sum.kb) / std::max<int64_t>(pool.back().sum.kb, 1));
   const bool pass = per_script <= kPoolSlopeToleranceKb;
-  printf("bar: pool slope <= ~0 kB per script (tolerance %.0f kB; see docs/bench-warm.md): %s "
-         "(%+.0f kB per script)\n",
-         kPoolSlopeToleranceKb, pass ? "PASS" : "FAIL", per_script);
+  printf(
+      "bar: pool slope <= ~0 kB per script (tolerance %.0f kB; see docs/bench-warm.md): %s "
+      "(%+.0f kB per script)\n",
+      kPoolSlopeToleranceKb, pass ? "PASS" : "FAIL", per_script);
   return pass ? 0 : 1;
 }
 

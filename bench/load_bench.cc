@@ -25,8 +25,8 @@ using CallFactory = std::function<absl::StatusOr<CallFn>(int)>;
 
 CallFactory ZygoCalls(const std::string& socket) {
   return [socket](int) -> absl::StatusOr<CallFn> {
-    ZYGO_ASSIGN_OR_RETURN(supervisor::ApiConnection api, supervisor::ApiConnection::Connect(socket));
-    auto shared = std::make_shared<supervisor::ApiConnection>(std::move(api));
+    ZYGO_ASSIGN_OR_RETURN(sdk::ApiConnection api, sdk::ApiConnection::Connect(socket));
+    auto shared = std::make_shared<sdk::ApiConnection>(std::move(api));
     return CallFn([shared](int index) -> absl::StatusOr<std::string> {
       ZYGO_ASSIGN_OR_RETURN(std::string body, Exec(*shared, "warm", "", index));
       if (!absl::StartsWith(body, "{\"ok\":true")) {
@@ -44,7 +44,8 @@ CallFactory PeerCalls(const std::string& socket) {
     return CallFn([shared](int index) -> absl::StatusOr<std::string> {
       ZYGO_ASSIGN_OR_RETURN(std::string line, shared->Call(EventJson(index)));
       if (!absl::StartsWith(line, "{\"ok\": true")) {
-        return absl::InternalError(absl::StrCat("the peer's request failed: ", line.substr(0, 1500)));
+        return absl::InternalError(
+            absl::StrCat("the peer's request failed: ", line.substr(0, 1500)));
       }
       return std::string();
     });
@@ -64,8 +65,8 @@ void Append(LoadSide* side, ClosedLoopResult part) {
 }
 
 // zygo, peer, peer, zygo, each for half the time (ABBA), so drift lands on both alike.
-absl::Status DriveBoth(const WarmOptions& options, const CallFactory& zygo,
-                       const CallFactory& peer, LoadSide* zygo_side, LoadSide* peer_side) {
+absl::Status DriveBoth(const WarmOptions& options, const CallFactory& zygo, const CallFactory& peer,
+                       LoadSide* zygo_side, LoadSide* peer_side) {
   const double half = options.seconds / 2;
   for (int turn = 0; turn < 4; ++turn) {
     const bool zygo_turn = turn == 0 || turn == 3;
@@ -79,8 +80,9 @@ absl::Status DriveBoth(const WarmOptions& options, const CallFactory& zygo,
 absl::StatusOr<int> Measure(const WarmOptions& options, const HostInfo& host,
                             SupervisorSession& session) {
   const std::string work = session.process->WorkDir();
-  ZYGO_ASSIGN_OR_RETURN(std::unique_ptr<PreforkPeer> peer,
-                        PreforkPeer::Start(options.python, work, work + "/warm/handler.py", "main"));
+  ZYGO_ASSIGN_OR_RETURN(
+      std::unique_ptr<PreforkPeer> peer,
+      PreforkPeer::Start(options.python, work, work + "/warm/handler.py", "main"));
   LoadSide zygo_side{"zygo", {}}, peer_side{"peer", {}};
   const pid_t supervisor_pid = session.process->pid();
   OtherWork other([&] { return HelpersCpu(supervisor_pid, peer->pid()); });
@@ -102,9 +104,9 @@ absl::StatusOr<int> Measure(const WarmOptions& options, const HostInfo& host,
   }
   printf("%s\n", other_line.c_str());
   printf("\nzygo / peer: %.2fx the requests per second\n", rps[0] / rps[1]);
-  MinBar bar{absl::StrFormat(">= %.0f requests/s through one function (nproc %d)", kBarRps,
-                             host.nproc),
-             rps[0], kBarRps};
+  MinBar bar{
+      absl::StrFormat(">= %.0f requests/s through one function (nproc %d)", kBarRps, host.nproc),
+      rps[0], kBarRps};
   // The bar's value is a rate, not a ratio: print it as one.
   printf("bar: %s: %s (%.0f requests/s)\n", bar.what.c_str(), bar.pass() ? "PASS" : "FAIL",
          bar.value);
@@ -127,8 +129,8 @@ int RunLoadBench(int argc, char** argv) {
   if (!session.ok()) return FailBench(kBench, session.status());
   FunctionSpecOptions spec{"warm", "handler.py:main"};
   spec.spares = options->spares;
-  absl::Status registered = RegisterFunction(
-      *session->api, session->process->WorkDir() + "/warm", HandlerSource(0), spec);
+  absl::Status registered = RegisterFunction(*session->api, session->process->WorkDir() + "/warm",
+                                             HandlerSource(0), spec);
   if (!registered.ok()) return FailBench(kBench, registered);
   absl::StatusOr<double> warm_ms = WaitWarm(*session->api, "warm", options->warmup_requests,
                                             ExecCall(session->api.get(), "warm"));

@@ -122,8 +122,7 @@ absl::StatusOr<double> WaitUntilWarm(SupervisorSession& session, const std::stri
 absl::StatusOr<double> Request(SupervisorSession& session, const std::string& name,
                                const std::string& mode) {
   const std::string target = absl::StrCat("/v1/functions/", name, "/exec");
-  ZYGO_ASSIGN_OR_RETURN(supervisor::HttpReply reply,
-                        session.api->Call("POST", target, EventFor(mode)));
+  ZYGO_ASSIGN_OR_RETURN(sdk::HttpReply reply, session.api->Call("POST", target, EventFor(mode)));
   const nlohmann::json body =
       nlohmann::json::parse(reply.body, nullptr, /*allow_exceptions=*/false);
   const nlohmann::json* result = nullptr;
@@ -152,7 +151,7 @@ absl::StatusOr<RoundResult> OneFunction(SupervisorSession& session, const std::s
                                         const std::string& name, const std::string& mode) {
   RoundResult result;
   const std::string up = absl::StrCat("/v1/functions?origin=", name,
-                                      ".toml&base_dir=", supervisor::EscapeQueryValue(code_dir));
+                                      ".toml&base_dir=", sdk::EscapeQueryValue(code_dir));
   const double start = NowMs();
   absl::StatusOr<nlohmann::json> registered =
       session.api->CallJson("POST", up, SpecToml(name, mode));

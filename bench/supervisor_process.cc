@@ -15,7 +15,7 @@
 #include "core/base/helper_binary.h"
 #include "core/base/status_macros.h"
 #include "core/base/sys/remove_tree.h"
-#include "supervisor/api_connection.h"
+#include "sdk/cpp/zygo/api_connection.h"
 
 namespace zygo::bench {
 namespace {
@@ -83,8 +83,7 @@ absl::Status SupervisorProcess::WaitHealthy() {
       return absl::UnavailableError(absl::StrCat("the supervisor ", DescribeWaitStatus(status),
                                                  " before it was healthy; its log:\n", LogTail()));
     }
-    absl::StatusOr<supervisor::ApiConnection> connection =
-        supervisor::ApiConnection::Connect(socket_);
+    absl::StatusOr<sdk::ApiConnection> connection = sdk::ApiConnection::Connect(socket_);
     if (connection.ok()) {
       absl::StatusOr<nlohmann::json> health = connection->CallJson("GET", "/v1/health", "");
       if (health.ok()) return absl::OkStatus();

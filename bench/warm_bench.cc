@@ -78,7 +78,8 @@ std::string PythonVersion(const std::string& python) {
 // The host's fork() floor line, or why it is missing.
 std::string ForkFloorLine(int forks) {
   absl::StatusOr<std::vector<double>> floor = MeasureForkFloor(forks);
-  if (!floor.ok()) return absl::StrCat("host fork()+wait() floor: not measured (", floor.status().message(), ")");
+  if (!floor.ok())
+    return absl::StrCat("host fork()+wait() floor: not measured (", floor.status().message(), ")");
   absl::StatusOr<Summary> s = Summarize(*floor);
   if (!s.ok()) return "host fork()+wait() floor: not measured";
   return absl::StrFormat(
@@ -147,11 +148,14 @@ int PrintBars(const std::vector<Bar>& bars) {
 // Both schedules, zygo against the peer; returns the number of failed bars.
 absl::StatusOr<int> MeasureAgainstPeer(const WarmOptions& options, SupervisorSession& session) {
   const std::string handler_file = session.process->WorkDir() + "/warm/handler.py";
-  ZYGO_ASSIGN_OR_RETURN(std::unique_ptr<PreforkPeer> peer,
-                        PreforkPeer::Start(options.python, session.process->WorkDir(),
-                                           handler_file, "main"));
-  ZYGO_ASSIGN_OR_RETURN(PeerConnection peer_connection, PeerConnection::Connect(peer->socket_path()));
-  CallFn peer_call = [&peer_connection](int index) { return peer_connection.Call(EventJson(index)); };
+  ZYGO_ASSIGN_OR_RETURN(
+      std::unique_ptr<PreforkPeer> peer,
+      PreforkPeer::Start(options.python, session.process->WorkDir(), handler_file, "main"));
+  ZYGO_ASSIGN_OR_RETURN(PeerConnection peer_connection,
+                        PeerConnection::Connect(peer->socket_path()));
+  CallFn peer_call = [&peer_connection](int index) {
+    return peer_connection.Call(EventJson(index));
+  };
   for (int i = 0; i < options.warmup_requests; ++i) ZYGO_RETURN_IF_ERROR(peer_call(i).status());
   printf(
       "peer: %s running bench/prefork_peer.py: unsandboxed, the same handler file and "
@@ -166,10 +170,12 @@ absl::StatusOr<int> MeasureAgainstPeer(const WarmOptions& options, SupervisorSes
   const std::string fast = absl::StrFormat("%g/s open loop", options.rate);
   const std::string slow = absl::StrFormat("%d ms apart", options.slow_interval_ms);
   std::vector<Compared> runs;
-  ZYGO_ASSIGN_OR_RETURN(Compared f, RunAbba(fast, options.requests, options.rate, zygo_call, peer_call));
+  ZYGO_ASSIGN_OR_RETURN(Compared f,
+                        RunAbba(fast, options.requests, options.rate, zygo_call, peer_call));
   runs.push_back(std::move(f));
-  ZYGO_ASSIGN_OR_RETURN(Compared s, RunAbba(slow, options.slow_requests,
-                                            1000.0 / options.slow_interval_ms, zygo_call, peer_call));
+  ZYGO_ASSIGN_OR_RETURN(
+      Compared s, RunAbba(slow, options.slow_requests, 1000.0 / options.slow_interval_ms, zygo_call,
+                          peer_call));
   runs.push_back(std::move(s));
   ZYGO_RETURN_IF_ERROR(peer->Stop());
   const std::string other_line = other.Line(NumberOfCpus());
@@ -211,7 +217,7 @@ absl::StatusOr<int> MeasureAgainstPeer(const WarmOptions& options, SupervisorSes
 }
 
 // Stores the scripts and calls each once, checking its reply; returns their digests.
-absl::StatusOr<std::vector<std::string>> PrepareScripts(supervisor::ApiConnection& api, int scripts) {
+absl::StatusOr<std::vector<std::string>> PrepareScripts(sdk::ApiConnection& api, int scripts) {
   std::vector<std::string> digests;
   for (int i = 0; i < scripts; ++i) {
     ZYGO_ASSIGN_OR_RETURN(std::string digest, PutScript(api, PoolScriptSource(i)));
@@ -233,9 +239,11 @@ absl::StatusOr<int> MeasurePool(const WarmOptions& options, SupervisorSession& s
   const std::string work = session.process->WorkDir();
   ZYGO_RETURN_IF_ERROR(RegisterFunction(*session.api, work + "/pool", "",
                                         {"pool", "", /*pool=*/true, /*preload_sixteen=*/true}));
-  ZYGO_ASSIGN_OR_RETURN(supervisor::ApiConnection pool_api, supervisor::ApiConnection::Connect(session.process->socket_path()));
+  ZYGO_ASSIGN_OR_RETURN(sdk::ApiConnection pool_api,
+                        sdk::ApiConnection::Connect(session.process->socket_path()));
   ZYGO_ASSIGN_OR_RETURN(double pool_warm_ms, WaitWarm(pool_api, "pool", 0, nullptr));
-  ZYGO_ASSIGN_OR_RETURN(std::vector<std::string> digests, PrepareScripts(pool_api, options.scripts));
+  ZYGO_ASSIGN_OR_RETURN(std::vector<std::string> digests,
+                        PrepareScripts(pool_api, options.scripts));
   printf(
       "pool: runtime pool preloading the sixteen modules, warm in %.0f ms; %d distinct scripts "
       "stored (PUT /v1/scripts) and each called once before measuring; request i runs script "
@@ -288,9 +296,8 @@ int RunWarmBench(int argc, char** argv) {
   PrintHost(*options, *binary);
   absl::StatusOr<SupervisorSession> session = StartSession(*binary);
   if (!session.ok()) return FailBench(kBench, session.status());
-  absl::Status registered =
-      RegisterFunction(*session->api, session->process->WorkDir() + "/warm", HandlerSource(0),
-                       {"warm", "handler.py:main"});
+  absl::Status registered = RegisterFunction(*session->api, session->process->WorkDir() + "/warm",
+                                             HandlerSource(0), {"warm", "handler.py:main"});
   if (!registered.ok()) return FailBench(kBench, registered);
   absl::StatusOr<double> warm_ms = WaitWarm(*session->api, "warm", options->warmup_requests,
                                             ExecCall(session->api.get(), "warm"));
@@ -302,8 +309,8 @@ int RunWarmBench(int argc, char** argv) {
       "came late (counted in 'late'); latency from send to whole reply, client clock; "
       "nearest-rank percentiles\n",
       *warm_ms, options->warmup_requests);
-  absl::StatusOr<int> failed = options->pool ? MeasurePool(*options, *session)
-                                             : MeasureAgainstPeer(*options, *session);
+  absl::StatusOr<int> failed =
+      options->pool ? MeasurePool(*options, *session) : MeasureAgainstPeer(*options, *session);
   return FinishBench(kBench, failed, *session, options->strict);
 }
 

@@ -7,12 +7,12 @@
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
-#include "supervisor/api_connection.h"
 #include "bench/background_process.h"
 #include "bench/prefork_peer_source.h"
 #include "bench/timed_spawn.h"
 #include "core/base/errno_status.h"
 #include "core/base/status_macros.h"
+#include "sdk/cpp/zygo/api_connection.h"
 
 namespace zygo::bench {
 namespace {
@@ -34,9 +34,8 @@ absl::StatusOr<std::unique_ptr<PreforkPeer>> PreforkPeer::Start(const std::strin
   ZYGO_RETURN_IF_ERROR(WriteTextFile(script, kPreforkPeerSource));
   unlink(peer->socket_.c_str());
   const std::string log = dir + "/peer.log";
-  ZYGO_ASSIGN_OR_RETURN(peer->pid_, StartBackground({python, script, peer->socket_,
-                                                     handler_file, function},
-                                                    log));
+  ZYGO_ASSIGN_OR_RETURN(
+      peer->pid_, StartBackground({python, script, peer->socket_, handler_file, function}, log));
   for (int waited_ms = 0; waited_ms < kReadyDeadlineMs; waited_ms += 5) {
     int status = 0;
     if (!StillRunning(peer->pid_, &status)) {
@@ -45,7 +44,7 @@ absl::StatusOr<std::unique_ptr<PreforkPeer>> PreforkPeer::Start(const std::strin
                                                  " before it was ready; its log:\n",
                                                  FileTail(log, 2000)));
     }
-    if (supervisor::ConnectUnixSocket(peer->socket_).ok()) return peer;
+    if (sdk::ConnectUnixSocket(peer->socket_).ok()) return peer;
     usleep(5'000);
   }
   return absl::DeadlineExceededError(absl::StrCat("the prefork peer was not ready after ",
@@ -68,7 +67,7 @@ PreforkPeer::~PreforkPeer() {
 }
 
 absl::StatusOr<PeerConnection> PeerConnection::Connect(const std::string& socket_path) {
-  ZYGO_ASSIGN_OR_RETURN(base::UniqueFd fd, supervisor::ConnectUnixSocket(socket_path));
+  ZYGO_ASSIGN_OR_RETURN(base::UniqueFd fd, sdk::ConnectUnixSocket(socket_path));
   return PeerConnection(std::move(fd));
 }
 

@@ -81,13 +81,13 @@ int FinishBench(const char* bench, const absl::StatusOr<int>& failed, Supervisor
 absl::StatusOr<SupervisorSession> StartSession(const std::string& supervisor_binary) {
   SupervisorSession session;
   ZYGO_ASSIGN_OR_RETURN(session.process, SupervisorProcess::Start(supervisor_binary));
-  ZYGO_ASSIGN_OR_RETURN(supervisor::ApiConnection api,
-                        supervisor::ApiConnection::Connect(session.process->socket_path()));
-  session.api = std::make_unique<supervisor::ApiConnection>(std::move(api));
+  ZYGO_ASSIGN_OR_RETURN(sdk::ApiConnection api,
+                        sdk::ApiConnection::Connect(session.process->socket_path()));
+  session.api = std::make_unique<sdk::ApiConnection>(std::move(api));
   return session;
 }
 
-absl::Status RegisterFunction(supervisor::ApiConnection& api, const std::string& dir,
+absl::Status RegisterFunction(sdk::ApiConnection& api, const std::string& dir,
                               const std::string& handler_source, const FunctionSpecOptions& spec) {
   if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     return base::ErrnoStatus(errno, absl::StrCat("mkdir(", dir, ")"));
@@ -95,9 +95,8 @@ absl::Status RegisterFunction(supervisor::ApiConnection& api, const std::string&
   if (!handler_source.empty()) {
     ZYGO_RETURN_IF_ERROR(WriteTextFile(dir + "/handler.py", handler_source));
   }
-  const std::string target =
-      absl::StrCat("/v1/functions?origin=", supervisor::EscapeQueryValue(spec.name),
-                   ".toml&base_dir=", supervisor::EscapeQueryValue(dir));
+  const std::string target = absl::StrCat("/v1/functions?origin=", sdk::EscapeQueryValue(spec.name),
+                                          ".toml&base_dir=", sdk::EscapeQueryValue(dir));
   absl::StatusOr<nlohmann::json> info = api.CallJson("POST", target, FunctionSpecToml(spec));
   if (!info.ok()) {
     return absl::Status(info.status().code(),
@@ -106,8 +105,8 @@ absl::Status RegisterFunction(supervisor::ApiConnection& api, const std::string&
   return absl::OkStatus();
 }
 
-absl::StatusOr<double> WaitWarm(supervisor::ApiConnection& api, const std::string& name,
-                                int requests, const CallFn& call) {
+absl::StatusOr<double> WaitWarm(sdk::ApiConnection& api, const std::string& name, int requests,
+                                const CallFn& call) {
   const double start = NowMs();
   for (;;) {
     ZYGO_ASSIGN_OR_RETURN(nlohmann::json list, api.CallJson("GET", "/v1/functions", ""));
@@ -134,12 +133,12 @@ absl::StatusOr<double> WaitWarm(supervisor::ApiConnection& api, const std::strin
   return warm_ms;
 }
 
-absl::StatusOr<std::string> Exec(supervisor::ApiConnection& api, const std::string& name,
+absl::StatusOr<std::string> Exec(sdk::ApiConnection& api, const std::string& name,
                                  const std::string& script_digest, int index) {
   std::string target = absl::StrCat("/v1/functions/", name, "/exec");
   if (!script_digest.empty())
-    absl::StrAppend(&target, "?script=", supervisor::EscapeQueryValue(script_digest));
-  ZYGO_ASSIGN_OR_RETURN(supervisor::HttpReply reply, api.Call("POST", target, EventJson(index)));
+    absl::StrAppend(&target, "?script=", sdk::EscapeQueryValue(script_digest));
+  ZYGO_ASSIGN_OR_RETURN(sdk::HttpReply reply, api.Call("POST", target, EventJson(index)));
   if (reply.status != 200) {
     return absl::InternalError(
         absl::StrCat("POST ", target, ": HTTP ", reply.status, ": ", reply.body.substr(0, 1500)));
@@ -147,7 +146,7 @@ absl::StatusOr<std::string> Exec(supervisor::ApiConnection& api, const std::stri
   return std::move(reply.body);
 }
 
-CallFn ExecCall(supervisor::ApiConnection* api, const std::string& name) {
+CallFn ExecCall(sdk::ApiConnection* api, const std::string& name) {
   return [api, name](int index) { return Exec(*api, name, "", index); };
 }
 
@@ -158,7 +157,7 @@ std::optional<double> HelpersCpu(pid_t supervisor, pid_t peer) {
   return total;
 }
 
-absl::StatusOr<std::string> PutScript(supervisor::ApiConnection& api, const std::string& source) {
+absl::StatusOr<std::string> PutScript(sdk::ApiConnection& api, const std::string& source) {
   ZYGO_ASSIGN_OR_RETURN(nlohmann::json reply, api.CallJson("PUT", "/v1/scripts", source));
   std::string digest = reply.value("digest", "");
   if (digest.empty())

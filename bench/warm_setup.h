@@ -15,7 +15,7 @@
 #include "bench/warm_driver.h"
 #include "bench/warm_flags.h"
 #include "bench/warm_workload.h"
-#include "supervisor/api_connection.h"
+#include "sdk/cpp/zygo/api_connection.h"
 
 namespace zygo::bench {
 
@@ -36,24 +36,24 @@ int FinishBench(const char* bench, const absl::StatusOr<int>& failed, Supervisor
 // A started supervisor and one keep-alive connection to it.
 struct SupervisorSession {
   std::unique_ptr<SupervisorProcess> process;
-  std::unique_ptr<supervisor::ApiConnection> api;
+  std::unique_ptr<sdk::ApiConnection> api;
 };
 absl::StatusOr<SupervisorSession> StartSession(const std::string& supervisor_binary);
 
 // Writes `handler_source` to `dir`/handler.py (making `dir`) when it is not empty, and
 // registers `spec` with `dir` as its code directory.
-absl::Status RegisterFunction(supervisor::ApiConnection& api, const std::string& dir,
+absl::Status RegisterFunction(sdk::ApiConnection& api, const std::string& dir,
                               const std::string& handler_source, const FunctionSpecOptions& spec);
 
 // Polls GET /v1/functions until `name` is "warm" (at most 60 s), then sends `requests`
 // untimed requests with `call`. Returns the milliseconds until it was warm.
-absl::StatusOr<double> WaitWarm(supervisor::ApiConnection& api, const std::string& name,
-                                int requests, const CallFn& call);
+absl::StatusOr<double> WaitWarm(sdk::ApiConnection& api, const std::string& name, int requests,
+                                const CallFn& call);
 
 // POST /v1/functions/NAME/exec[?script=DIGEST] with EventJson(index) on `api`; the
 // reply body when the HTTP status is 200, else an error quoting it.
-CallFn ExecCall(supervisor::ApiConnection* api, const std::string& name);
-absl::StatusOr<std::string> Exec(supervisor::ApiConnection& api, const std::string& name,
+CallFn ExecCall(sdk::ApiConnection* api, const std::string& name);
+absl::StatusOr<std::string> Exec(sdk::ApiConnection& api, const std::string& name,
                                  const std::string& script_digest, int index);
 
 // CPU seconds the bench's helpers have used: the supervisor with everything it runs, and
@@ -61,7 +61,7 @@ absl::StatusOr<std::string> Exec(supervisor::ApiConnection& api, const std::stri
 std::optional<double> HelpersCpu(pid_t supervisor, pid_t peer);
 
 // PUT /v1/scripts: the script's digest.
-absl::StatusOr<std::string> PutScript(supervisor::ApiConnection& api, const std::string& source);
+absl::StatusOr<std::string> PutScript(sdk::ApiConnection& api, const std::string& source);
 
 }  // namespace zygo::bench
 

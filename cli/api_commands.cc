@@ -17,14 +17,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "cli/api_client.h"
 #include "cli/exec_output.h"
-#include "supervisor/socket_path.h"
+#include "sdk/cpp/zygo/api_client.h"
+#include "sdk/cpp/zygo/socket_path.h"
 
 namespace zygo::cli {
 namespace {
 
 using nlohmann::json;
+using sdk::ApiClient;
 
 constexpr char kSocketHelp[] =
     "  --socket PATH    the supervisor's socket (default $ZYGO_SOCKET, else\n"
@@ -84,7 +85,7 @@ absl::Status WrongArguments(const char* usage_line) {
 
 std::string SocketOf(const Args& args) {
   auto it = args.values.find("--socket");
-  return supervisor::ResolveSocketPath(it != args.values.end() ? it->second : "");
+  return sdk::ResolveSocketPath(it != args.values.end() ? it->second : "");
 }
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {

@@ -17,9 +17,9 @@
 #include "gtest/gtest.h"
 #include "images/digest.h"
 #include "nlohmann/json.hpp"
+#include "sdk/cpp/zygo/api_connection.h"
 #include "sdk/proto/zygo/v1/zygo.grpc.pb.h"
 #include "security_tests/supervisor_process.h"
-#include "supervisor/api_connection.h"
 #include "supervisor/event_limit.h"
 #include "testing/harness.h"
 
@@ -107,15 +107,15 @@ class ApiEventLimitTest : public ::testing::Test {
   }
 
   // One POST .../exec over HTTP: the status and the body.
-  static supervisor::HttpReply PostExec(const std::string& function, const std::string& body) {
-    absl::StatusOr<supervisor::ApiConnection> api =
-        supervisor::ApiConnection::Connect(supervisor_->http_socket());
+  static sdk::HttpReply PostExec(const std::string& function, const std::string& body) {
+    absl::StatusOr<sdk::ApiConnection> api =
+        sdk::ApiConnection::Connect(supervisor_->http_socket());
     EXPECT_TRUE(api.ok()) << api.status();
     if (!api.ok()) return {};
-    absl::StatusOr<supervisor::HttpReply> reply =
+    absl::StatusOr<sdk::HttpReply> reply =
         api->Call("POST", absl::StrCat("/v1/functions/", function, "/exec"), body);
     EXPECT_TRUE(reply.ok()) << reply.status();
-    return reply.ok() ? *reply : supervisor::HttpReply{};
+    return reply.ok() ? *reply : sdk::HttpReply{};
   }
 
   static grpc::Status GrpcExec(const std::string& function, const std::string& event,
@@ -151,17 +151,17 @@ class ApiEventLimitTest : public ::testing::Test {
 TEST_F(ApiEventLimitTest, HttpTakesEventsUpToTheLimitWholeAndAnswers413Past) {
   for (size_t size : {kMaxEventBytes - 1, kMaxEventBytes}) {
     const Event event = PythonEvent(size);
-    supervisor::HttpReply reply = PostExec("measure", event.json);
+    sdk::HttpReply reply = PostExec("measure", event.json);
     ASSERT_EQ(reply.status, 200) << size << ": " << reply.body.substr(0, 500);
     EXPECT_EQ(nlohmann::json::parse(reply.body)["result"], event.expected) << size;
   }
   const std::string input = Blob(kMaxEventBytes - 1);
-  supervisor::HttpReply summed = PostExec("sum", input);
+  sdk::HttpReply summed = PostExec("sum", input);
   ASSERT_EQ(summed.status, 200) << summed.body.substr(0, 500);
   EXPECT_EQ(nlohmann::json::parse(summed.body)["stdout"], absl::StrCat(Sha256Hex(input), "  -\n"));
 
   for (const char* function : {"measure", "sum"}) {
-    supervisor::HttpReply refused = PostExec(function, PythonEvent(kMaxEventBytes + 1).json);
+    sdk::HttpReply refused = PostExec(function, PythonEvent(kMaxEventBytes + 1).json);
     EXPECT_EQ(refused.status, 413) << function;
     EXPECT_EQ(nlohmann::json::parse(refused.body),
               (nlohmann::json{{"error",

@@ -118,7 +118,7 @@ absl::Status SupervisorProcess::Register(const std::string& name, const std::str
   return api_
       .Call({"POST",
              absl::StrCat("/v1/functions?origin=", name,
-                          ".toml&base_dir=", cli::ApiClient::Escape(base_dir)),
+                          ".toml&base_dir=", sdk::ApiClient::Escape(base_dir)),
              spec, "application/toml"})
       .status();
 }

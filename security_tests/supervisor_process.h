@@ -13,8 +13,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "cli/api_client.h"
 #include "nlohmann/json.hpp"
+#include "sdk/cpp/zygo/api_client.h"
 
 namespace zygo::testing {
 
@@ -68,7 +68,7 @@ class SupervisorProcess {
   pid_t pid() const { return pid_; }
   std::string http_socket() const { return dir_ + "/http.sock"; }
   std::string grpc_socket() const { return dir_ + "/grpc.sock"; }
-  cli::ApiClient& api() { return api_; }
+  sdk::ApiClient& api() { return api_; }
   std::string Log() const;
 
  private:
@@ -77,7 +77,7 @@ class SupervisorProcess {
 
   pid_t pid_ = -1;
   std::string dir_;
-  cli::ApiClient api_;
+  sdk::ApiClient api_;
 };
 
 }  // namespace zygo::testing

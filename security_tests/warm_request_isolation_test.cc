@@ -80,7 +80,7 @@ class WarmRequestIsolationTest : public WarmSuite {
     const std::string environ_secret = exec ? "zygo-environ-secret-" + RandomHex() : "";
     // Its own connection: ApiClient keeps one and is not for two threads.
     std::thread victim([&] {
-      cli::ApiClient client(supervisor_->api().socket_path());
+      sdk::ApiClient client(supervisor_->api().socket_path());
       attack->victim =
           Answer(client.Call({"POST", absl::StrCat("/v1/functions/", function, "/exec"),
                               nlohmann::json({{"mode", "hold"},

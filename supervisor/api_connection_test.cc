@@ -3,7 +3,7 @@
 // new connection. Against the real HttpServer (its idle timeout: the send meets EPIPE),
 // and against a server that drops the connection as the request arrives (the race of a
 // request with that timeout: a reset, or EOF, before any byte of a reply).
-#include "supervisor/api_connection.h"
+#include "sdk/cpp/zygo/api_connection.h"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -24,6 +24,9 @@
 
 namespace zygo::supervisor {
 namespace {
+
+using sdk::ApiConnection;
+using sdk::HttpReply;
 
 class ApiConnectionTest : public HttpServerTest {
  protected:

@@ -24,18 +24,21 @@
 #include "core/base/sys/sched_attr.h"
 #include "core/cgroup.h"
 #include "core/units.h"
+#include "sdk/cpp/zygo/socket_path.h"
 #include "supervisor/code_policy.h"
 #include "supervisor/connection_limits.h"
 #include "supervisor/event_limit.h"
 #include "supervisor/grpc_server.h"
 #include "supervisor/http_server.h"
 #include "supervisor/socket_file.h"
-#include "supervisor/socket_path.h"
 #include "supervisor/state_store.h"
 #include "supervisor/supervisor_service.h"
 
 namespace zygo::supervisor {
 namespace {
+
+using sdk::DefaultSocketPath;
+using sdk::ResolveSocketPath;
 
 constexpr char kUsage[] =
     "Usage: zygo serve [OPTIONS]\n"

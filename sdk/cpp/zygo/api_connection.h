@@ -2,8 +2,8 @@
 // `zygo up/down/ls/exec` and the warm-path benches: one connection, one request at a time,
 // replies parsed with http-parser. No libcurl (it has no static archive), so the static
 // `zygo` links it and a `zygo exec` costs no shared-library loading.
-#ifndef ZYGO_SUPERVISOR_API_CONNECTION_H_
-#define ZYGO_SUPERVISOR_API_CONNECTION_H_
+#ifndef ZYGO_SDK_CPP_ZYGO_API_CONNECTION_H_
+#define ZYGO_SDK_CPP_ZYGO_API_CONNECTION_H_
 
 #include <string>
 
@@ -12,7 +12,7 @@
 #include "core/base/unique_fd.h"
 #include "nlohmann/json.hpp"
 
-namespace zygo::supervisor {
+namespace zygo::sdk {
 
 struct HttpReply {
   int status = 0;
@@ -67,6 +67,6 @@ absl::StatusOr<base::UniqueFd> ConnectUnixSocket(const std::string& path);
 // Percent-escapes a query value ("sha256:ab" -> "sha256%3Aab").
 std::string EscapeQueryValue(absl::string_view text);
 
-}  // namespace zygo::supervisor
+}  // namespace zygo::sdk
 
-#endif  // ZYGO_SUPERVISOR_API_CONNECTION_H_
+#endif  // ZYGO_SDK_CPP_ZYGO_API_CONNECTION_H_

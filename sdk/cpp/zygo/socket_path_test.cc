@@ -1,12 +1,12 @@
 // The default socket path for root and for users with and without XDG_RUNTIME_DIR, and
 // the order of the overrides (--socket, then $ZYGO_SOCKET).
-#include "supervisor/socket_path.h"
+#include "sdk/cpp/zygo/socket_path.h"
 
 #include <stdlib.h>
 
 #include "gtest/gtest.h"
 
-namespace zygo::supervisor {
+namespace zygo::sdk {
 namespace {
 
 TEST(SocketPathTest, RootUsesRun) {
@@ -35,4 +35,4 @@ TEST(SocketPathTest, FlagBeatsEnvironmentBeatsDefault) {
 }
 
 }  // namespace
-}  // namespace zygo::supervisor
+}  // namespace zygo::sdk

@@ -1,5 +1,5 @@
 // The benches' HTTP/1.1 client: requests written by hand, replies parsed by http-parser.
-#include "supervisor/api_connection.h"
+#include "sdk/cpp/zygo/api_connection.h"
 
 #include <errno.h>
 #include <http_parser.h>
@@ -14,7 +14,7 @@
 #include "core/base/errno_status.h"
 #include "core/base/status_macros.h"
 
-namespace zygo::supervisor {
+namespace zygo::sdk {
 namespace {
 
 // What the parser callbacks fill in for one reply.
@@ -54,9 +54,9 @@ absl::StatusOr<base::UniqueFd> ConnectUnixSocket(const std::string& path) {
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
   if (path.size() >= sizeof(address.sun_path)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("socket path is ", path.size(), " bytes, over the limit of ",
-                     sizeof(address.sun_path) - 1, ": ", path));
+    return absl::InvalidArgumentError(absl::StrCat("socket path is ", path.size(),
+                                                   " bytes, over the limit of ",
+                                                   sizeof(address.sun_path) - 1, ": ", path));
   }
   memcpy(address.sun_path, path.c_str(), path.size() + 1);
   base::UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
@@ -67,8 +67,7 @@ absl::StatusOr<base::UniqueFd> ConnectUnixSocket(const std::string& path) {
   } while (rc != 0 && errno == EINTR);
   if (rc != 0) {
     absl::Status status = base::ErrnoStatus(errno, absl::StrCat("connect(", path, ")"));
-    return absl::UnavailableError(
-        absl::StrCat("cannot reach the supervisor: ", status.message()));
+    return absl::UnavailableError(absl::StrCat("cannot reach the supervisor: ", status.message()));
   }
   return fd;
 }
@@ -116,9 +115,8 @@ absl::StatusOr<HttpReply> ApiConnection::ReadReply(bool& closed_unanswered) {
     }
     if (n == 0 && !state.complete) {
       fd_.Reset();
-      return absl::UnavailableError(
-          absl::StrCat("the supervisor closed the connection before replying (", socket_path_,
-                       ")"));
+      return absl::UnavailableError(absl::StrCat(
+          "the supervisor closed the connection before replying (", socket_path_, ")"));
     }
   }
   if (!state.keep_alive) fd_.Reset();
@@ -198,4 +196,4 @@ std::string EscapeQueryValue(absl::string_view text) {
   return out;
 }
 
-}  // namespace zygo::supervisor
+}  // namespace zygo::sdk

@@ -1,8 +1,8 @@
 // The HTTP/JSON client of the supervisor's API, over its unix socket, as `zygo up/down/ls/
 // exec/scripts` use it: the API's conventions (JSON bodies, typed errors) on top of
-// supervisor/api_connection.
-#ifndef ZYGO_CLI_API_CLIENT_H_
-#define ZYGO_CLI_API_CLIENT_H_
+// api_connection.h.
+#ifndef ZYGO_SDK_CPP_ZYGO_API_CLIENT_H_
+#define ZYGO_SDK_CPP_ZYGO_API_CLIENT_H_
 
 #include <optional>
 #include <string>
@@ -10,9 +10,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
-#include "supervisor/api_connection.h"
+#include "sdk/cpp/zygo/api_connection.h"
 
-namespace zygo::cli {
+namespace zygo::sdk {
 
 // One request, as sent. POST and PUT always send `body`, even empty; GET and DELETE never.
 struct ApiRequest {
@@ -43,12 +43,12 @@ class ApiClient {
 
  private:
   std::string socket_path_;
-  std::optional<supervisor::ApiConnection> connection_;
+  std::optional<ApiConnection> connection_;
 };
 
 // The absl code for an API error code ("not_found"), falling back on the HTTP status.
 absl::StatusCode ApiErrorCode(absl::string_view code, long http_status);
 
-}  // namespace zygo::cli
+}  // namespace zygo::sdk
 
-#endif  // ZYGO_CLI_API_CLIENT_H_
+#endif  // ZYGO_SDK_CPP_ZYGO_API_CLIENT_H_

@@ -1,7 +1,7 @@
 // Where the supervisor's API socket lives, so `zygo serve`, the `zygo` client commands and
 // the SDKs agree on it without configuration.
-#ifndef ZYGO_SUPERVISOR_SOCKET_PATH_H_
-#define ZYGO_SUPERVISOR_SOCKET_PATH_H_
+#ifndef ZYGO_SDK_CPP_ZYGO_SOCKET_PATH_H_
+#define ZYGO_SDK_CPP_ZYGO_SOCKET_PATH_H_
 
 #include <sys/types.h>
 
@@ -9,7 +9,7 @@
 
 #include "absl/strings/string_view.h"
 
-namespace zygo::supervisor {
+namespace zygo::sdk {
 
 // The default for a caller whose effective uid is `euid`: /run/zygo/zygo.sock for root;
 // otherwise $XDG_RUNTIME_DIR/zygo/zygo.sock, or /tmp/zygo-<uid>/zygo.sock when
@@ -23,6 +23,6 @@ std::string DefaultSocketPath();
 // when set and not empty, else DefaultSocketPath().
 std::string ResolveSocketPath(absl::string_view flag);
 
-}  // namespace zygo::supervisor
+}  // namespace zygo::sdk
 
-#endif  // ZYGO_SUPERVISOR_SOCKET_PATH_H_
+#endif  // ZYGO_SDK_CPP_ZYGO_SOCKET_PATH_H_

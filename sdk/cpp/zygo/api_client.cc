@@ -1,6 +1,6 @@
-// One request over the supervisor's unix socket (supervisor/api_connection: http-parser,
+// One request over the supervisor's unix socket (api_connection.h: http-parser,
 // no libcurl), its reply parsed as JSON, and the API's typed errors turned into absl::Status.
-#include "cli/api_client.h"
+#include "sdk/cpp/zygo/api_client.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -13,7 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
-namespace zygo::cli {
+namespace zygo::sdk {
 namespace {
 
 constexpr size_t kMaxQuotedBody = 200;
@@ -108,13 +108,12 @@ std::string ApiClient::Escape(absl::string_view text) {
 
 absl::StatusOr<nlohmann::json> ApiClient::Call(const ApiRequest& request) {
   if (!connection_.has_value()) {
-    absl::StatusOr<supervisor::ApiConnection> connected =
-        supervisor::ApiConnection::Connect(socket_path_);
+    absl::StatusOr<ApiConnection> connected = ApiConnection::Connect(socket_path_);
     if (!connected.ok()) return Unreachable(socket_path_, connected.status());
     connection_ = *std::move(connected);
   }
   const bool with_body = request.method == "POST" || request.method == "PUT";
-  absl::StatusOr<supervisor::HttpReply> reply =
+  absl::StatusOr<HttpReply> reply =
       connection_->Call(request.method, request.path, with_body ? request.body : "");
   if (!reply.ok()) {
     connection_.reset();
@@ -126,11 +125,11 @@ absl::StatusOr<nlohmann::json> ApiClient::Call(const ApiRequest& request) {
   }
   nlohmann::json parsed = nlohmann::json::parse(reply->body, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded()) {
-    return absl::InternalError(absl::StrCat(request.method, " ", request.path,
-                                            ": the supervisor's reply is not JSON: ",
-                                            reply->body.substr(0, kMaxQuotedBody)));
+    return absl::InternalError(absl::StrCat(
+        request.method, " ", request.path,
+        ": the supervisor's reply is not JSON: ", reply->body.substr(0, kMaxQuotedBody)));
   }
   return parsed;
 }
 
-}  // namespace zygo::cli
+}  // namespace zygo::sdk

@@ -1,12 +1,12 @@
 // The default API socket path: root's is system-wide, everyone else's is per user.
-#include "supervisor/socket_path.h"
+#include "sdk/cpp/zygo/socket_path.h"
 
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
 
-namespace zygo::supervisor {
+namespace zygo::sdk {
 
 std::string DefaultSocketPathFor(uid_t euid, const char* xdg_runtime_dir) {
   if (euid == 0) return "/run/zygo/zygo.sock";
@@ -29,4 +29,4 @@ std::string ResolveSocketPath(absl::string_view flag) {
   return DefaultSocketPath();
 }
 
-}  // namespace zygo::supervisor
+}  // namespace zygo::sdk
