@@ -13,7 +13,7 @@ namespace zygo::bench {
 inline constexpr char kMeasuredZygoEnv[] = "ZYGO_BENCH_ZYGO";
 
 // The resolved path of the zygo to measure: `flag` (a --zygo value) when given, else the
-// zygo that forwarded here, else `zygo` next to this binary (or in bazel-bin/cli). NotFound
+// zygo that forwarded here, else the zygo FindHelperBinary finds beside this binary. NotFound
 // says how to name one.
 absl::StatusOr<std::string> MeasuredZygo(const std::string& flag);
 

@@ -18,6 +18,7 @@
 #include "bench/pull_context.h"
 #include "bench/pull_flags.h"
 #include "bench/pull_parts.h"
+#include "bench/resolve_path.h"
 #include "bench/scratch_dir.h"
 #include "bench/timed_spawn.h"
 #include "core/base/errno_status.h"
@@ -71,17 +72,6 @@ int Fail(const absl::Status& status) {
   fflush(stdout);  // what was printed so far comes first when both go to one place
   fprintf(stderr, "zygo bench pull: %s\n", std::string(status.message()).c_str());
   return 125;
-}
-
-absl::StatusOr<std::string> ResolvePath(const std::string& path, const char* what, int mode) {
-  char resolved[PATH_MAX];
-  if (realpath(path.c_str(), resolved) == nullptr) {
-    return base::ErrnoStatus(errno, absl::StrCat(what, ": realpath(", path, ")"));
-  }
-  if (access(resolved, mode) != 0) {
-    return base::ErrnoStatus(errno, absl::StrCat(what, ": access(", resolved, ")"));
-  }
-  return std::string(resolved);
 }
 
 absl::StatusOr<PullTools> ResolveTools(const PullOptions& options) {

@@ -38,6 +38,16 @@ int OpenSubdirectory(int dirfd, const std::string& name) {
   return RetryOnEintr([&] { return openat(dirfd, name.c_str(), kOpenDir); });
 }
 
+// Adds the size of `name` below `dirfd` to `*file_bytes` when it is a regular file (and
+// `file_bytes` is given), before it is unlinked.
+void CountFileBytes(int dirfd, const std::string& name, int64_t* file_bytes) {
+  if (file_bytes == nullptr) return;
+  struct stat st;
+  if (fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
+    *file_bytes += st.st_size;
+  }
+}
+
 absl::Status RemoveEntries(int dir_fd, const std::string& path, int depth, int64_t* file_bytes);
 
 // `name` below `dirfd`, known to be a non-empty directory (or to have just become
@@ -87,12 +97,7 @@ absl::Status RemoveEntries(int dir_fd, const std::string& path, int depth, int64
   while (const dirent* entry = readdir(listing)) {
     const std::string name = entry->d_name;
     if (name == "." || name == "..") continue;
-    if (file_bytes != nullptr) {
-      struct stat st;
-      if (fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
-        *file_bytes += st.st_size;
-      }
-    }
+    CountFileBytes(dir_fd, name, file_bytes);
     if (unlinkat(dir_fd, name.c_str(), 0) == 0 || errno == ENOENT) continue;
     if (errno != EISDIR) {
       failed = ErrnoStatus(errno, absl::StrCat("unlinkat(", Join(path, name), ")"));
@@ -118,12 +123,7 @@ absl::Status RemoveTreeAt(int dirfd, const std::string& name, int64_t* file_byte
     return absl::OkStatus();
   }
   if (errno == ENOTDIR) {
-    if (file_bytes != nullptr) {
-      struct stat st;
-      if (fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
-        *file_bytes += st.st_size;
-      }
-    }
+    CountFileBytes(dirfd, name, file_bytes);
     if (unlinkat(dirfd, name.c_str(), 0) == 0 || errno == ENOENT) return absl::OkStatus();
     return ErrnoStatus(errno, absl::StrCat("unlink(", name, ")"));
   }
