@@ -14,7 +14,7 @@ namespace {
 // the bare run are given, so all three run CMD in the same environment.
 core::Spec DefaultHostSpec(const Workload& workload) {
   core::Spec spec;
-  spec.image = "host";
+  spec.root = core::RootFs::Host();
   spec.argv = workload.argv;
   return spec;
 }
@@ -89,7 +89,7 @@ absl::StatusOr<std::vector<ColdCase>> BuildColdCases(const std::string& zygo,
   std::vector<ColdCase> cases;
   for (const Workload& workload : ColdWorkloads()) {
     core::Spec spec = DefaultHostSpec(workload);
-    Command through_zygo{{zygo, "run", spec.image}};
+    Command through_zygo{{zygo, "run", spec.root.Describe()}};
     through_zygo.argv.insert(through_zygo.argv.end(), workload.argv.begin(), workload.argv.end());
     cases.push_back({workload.name, kVariantZygo, through_zygo});
     if (with_peer) {

@@ -257,7 +257,7 @@ DoctorCheck CheckLimits(const ProbedDriver& driver, bool allow_unlimited) {
 DoctorCheck CheckSandboxRun(const ProbedDriver& driver, bool allow_unlimited) {
   DoctorCheck check{"sandbox", "sandbox", CheckStatus::kOk, true, "every run"};
   core::Spec spec;
-  spec.image = "host";
+  spec.root = core::RootFs::Host();
   spec.argv = {"/bin/true"};
   spec.timeout_ms = 10'000;
   spec.allow_unlimited = allow_unlimited;

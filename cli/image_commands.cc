@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,29 +36,6 @@ std::string HumanSize(int64_t bytes) {
 
 absl::StatusOr<std::string> ImageToolPath() {
   return base::FindHelperBinary("zygo-image", "cli", "the pull/load/login tool");
-}
-
-absl::Status RunImageTool(const std::vector<std::string>& args) {
-  ZYGO_ASSIGN_OR_RETURN(std::string tool, ImageToolPath());
-  std::vector<char*> argv = {tool.data()};
-  for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
-  argv.push_back(nullptr);
-  pid_t pid = fork();
-  if (pid < 0) return absl::InternalError("fork for zygo-image failed");
-  if (pid == 0) {
-    // The pull's report goes to stderr: stdout belongs to the command zygo runs next.
-    dup2(STDERR_FILENO, STDOUT_FILENO);
-    execv(tool.c_str(), argv.data());
-    _exit(127);
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    // zygo-image already printed the reason.
-    return absl::AbortedError("");
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -138,32 +114,6 @@ int ForwardToImageTool(const char* command, int argc, char** argv) {
   args.push_back(nullptr);
   execv(tool->c_str(), args.data());
   return Fail(absl::InternalError(absl::StrCat("exec ", *tool, ": ", strerror(errno))));
-}
-
-absl::StatusOr<images::RunnableImage> ResolveImageForRun(const std::string& image,
-                                                         PullPolicy policy, bool tls_verify) {
-  ZYGO_ASSIGN_OR_RETURN(images::Reference ref, images::ParseReference(image));
-  ZYGO_ASSIGN_OR_RETURN(images::Store store, images::Store::Open(images::Store::DefaultRoot()));
-  if (policy != PullPolicy::kAlways) {
-    ZYGO_ASSIGN_OR_RETURN(std::optional<images::RunnableImage> found,
-                          images::FindRunnableImage(store, ref));
-    if (found.has_value()) return std::move(*found);
-    if (policy == PullPolicy::kNever) {
-      return absl::NotFoundError(absl::StrCat("image ", ref.Familiar(),
-                                              " is not in the store and --pull=never was given"));
-    }
-  }
-  std::vector<std::string> args = {"pull"};
-  if (!tls_verify) args.push_back("--tls-verify=false");
-  args.push_back(image);
-  absl::Status pulled = RunImageTool(args);
-  if (!pulled.ok()) return pulled;
-  ZYGO_ASSIGN_OR_RETURN(std::optional<images::RunnableImage> found,
-                        images::FindRunnableImage(store, ref));
-  if (!found.has_value()) {
-    return absl::InternalError(absl::StrCat("image ", ref.Familiar(), " missing after its pull"));
-  }
-  return std::move(*found);
 }
 
 }  // namespace zygo::cli

@@ -7,8 +7,6 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "cli/pull_policy.h"
-#include "images/run_image.h"
 
 namespace zygo::cli {
 
@@ -18,11 +16,6 @@ int ImagePruneCommand(int argc, char** argv);
 
 // Replaces this process with `zygo-image <command> <args...>`.
 int ForwardToImageTool(const char* command, int argc, char** argv);
-
-// The image `zygo run` asked for, pulling it first as `policy` says (by running
-// `zygo-image pull`, whose progress goes to this terminal).
-absl::StatusOr<images::RunnableImage> ResolveImageForRun(const std::string& image,
-                                                         PullPolicy policy, bool tls_verify);
 
 }  // namespace zygo::cli
 

@@ -240,11 +240,11 @@ absl::StatusOr<RunOptions> ParseRunFlags(int argc, char** argv) {
   if (first >= total) {
     return absl::InvalidArgumentError("missing IMAGE: zygo run [flags] IMAGE CMD [ARG...]");
   }
-  options.spec.image = args[first];
+  ZYGO_ASSIGN_OR_RETURN(options.image, runtime::ParseImageSource(args[first]));
   for (int i = first + 1; i < total; ++i) options.spec.argv.push_back(args[i]);
   // host and dir: images have no default command; an OCI image's Entrypoint/Cmd may
   // supply one, which the caller checks once the image is known.
-  bool built_in = options.spec.image == "host" || options.spec.image.rfind("dir:", 0) == 0;
+  const bool built_in = !options.image.oci();
   if (options.spec.argv.empty() && built_in) {
     return absl::InvalidArgumentError("missing CMD: zygo run [flags] IMAGE CMD [ARG...]");
   }

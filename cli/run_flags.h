@@ -5,13 +5,17 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "cli/pull_policy.h"
 #include "core/spec.h"
+#include "runtime/image_pull.h"
+#include "runtime/image_source.h"
 
 namespace zygo::cli {
 
+using runtime::PullPolicy;
+
 struct RunOptions {
-  core::Spec spec;
+  core::Spec spec;  // its root and image config come from `image` (runtime/)
+  runtime::ImageSource image;
   std::string outcome_path;  // --outcome FILE
   bool dry_run = false;
   bool json = false;

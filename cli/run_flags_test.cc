@@ -34,7 +34,7 @@ TEST(ParseRunFlags, DockerWordsAndStopAtImage) {
   EXPECT_EQ(spec.hostname, "box");
   EXPECT_EQ(spec.uid, 1000u);
   EXPECT_EQ(spec.gid, 100u);
-  EXPECT_EQ(spec.image, "host");
+  EXPECT_EQ(options->image.kind, runtime::ImageSource::Kind::kHost);
   // The command's own flags are the command's.
   EXPECT_EQ(spec.argv, (std::vector<std::string>{"ls", "-v", "--timeout"}));
 }

@@ -133,30 +133,26 @@ struct ImageRoot {
   struct stat st = {};
 };
 
-absl::StatusOr<ImageRoot> ResolveImage(absl::string_view image) {
-  if (image == "host") return ImageRoot{true, ""};
-  if (absl::StartsWith(image, "dir:")) {
-    std::string dir(image.substr(4));
-    if (dir.empty() || dir[0] != '/') {
-      return absl::InvalidArgumentError(
-          absl::StrCat("image '", image, "': dir: needs an absolute path"));
-    }
-    char resolved[PATH_MAX];
-    if (realpath(dir.c_str(), resolved) == nullptr) {
-      return base::ErrnoStatus(errno, absl::StrCat("image '", image, "': realpath(", dir, ")"));
-    }
-    struct stat st;
-    if (stat(resolved, &st) != 0 || !S_ISDIR(st.st_mode)) {
-      return absl::InvalidArgumentError(absl::StrCat("image '", image, "': not a directory"));
-    }
-    if (std::string(resolved) == "/") {
-      return absl::InvalidArgumentError("image 'dir:/': use the built-in 'host' image instead");
-    }
-    return ImageRoot{false, resolved, st};
+absl::StatusOr<ImageRoot> ResolveImage(const Spec& spec) {
+  if (spec.root.host()) return ImageRoot{true, ""};
+  const std::string& dir = spec.root.directory;
+  const std::string name = spec.image_name.empty() ? spec.root.Describe() : spec.image_name;
+  if (dir.empty() || dir[0] != '/') {
+    return absl::InvalidArgumentError(
+        absl::StrCat("image '", name, "': dir: needs an absolute path"));
   }
-  return absl::NotFoundError(absl::StrCat("image '", image,
-                                          "' not found: use 'host' or 'dir:/absolute/path' "
-                                          "(registry images arrive with `zygo pull`)"));
+  char resolved[PATH_MAX];
+  if (realpath(dir.c_str(), resolved) == nullptr) {
+    return base::ErrnoStatus(errno, absl::StrCat("image '", name, "': realpath(", dir, ")"));
+  }
+  struct stat st;
+  if (stat(resolved, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat("image '", name, "': not a directory"));
+  }
+  if (std::string(resolved) == "/") {
+    return absl::InvalidArgumentError("image 'dir:/': use the built-in 'host' image instead");
+  }
+  return ImageRoot{false, resolved, st};
 }
 
 void AddHostImage(PlanWriter& w) {
@@ -295,10 +291,10 @@ absl::Status AddVolumes(PlanWriter& w, const ImageRoot& root, const Spec& spec, 
       return base::ErrnoStatus(errno, absl::StrCat("volume source ", volume.source));
     }
     if (volume.must_resolve_to_itself && volume.source != resolved) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          volume.name.empty() ? "volume source" : volume.name, " ", volume.source,
-          " now resolves to ", resolved,
-          " (a part of the path was replaced by a symlink since it was checked)"));
+      return absl::FailedPreconditionError(
+          absl::StrCat(volume.name.empty() ? "volume source" : volume.name, " ", volume.source,
+                       " now resolves to ", resolved,
+                       " (a part of the path was replaced by a symlink since it was checked)"));
     }
     struct stat st;
     if (stat(resolved, &st) != 0) {
@@ -335,7 +331,7 @@ bool MountOp::read_only() const {
 }
 
 absl::StatusOr<MountPlan> BuildMountPlan(const Spec& spec) {
-  ZYGO_ASSIGN_OR_RETURN(ImageRoot root, ResolveImage(spec.image));
+  ZYGO_ASSIGN_OR_RETURN(ImageRoot root, ResolveImage(spec));
   MountPlan plan;
   PlanWriter w(&plan);
   if (root.is_host) {

@@ -17,7 +17,7 @@ namespace {
 
 Spec HostSpec() {
   Spec spec;
-  spec.image = "host";
+  spec.root = RootFs::Host();
   spec.argv = {"true"};
   return spec;
 }
@@ -70,9 +70,8 @@ TEST(BuildPlan, RejectsBadSpecsBeforeAnythingRuns) {
     std::string message_part;
   };
   for (const Case& c : std::vector<Case>{
-           {[](Spec& s) { s.image = "ubuntu:22.04"; }, "not found"},
-           {[](Spec& s) { s.image = "dir:/no/such/dir"; }, "realpath"},
-           {[](Spec& s) { s.image = "dir:relative"; }, "absolute path"},
+           {[](Spec& s) { s.root = RootFs::Directory("/no/such/dir"); }, "realpath"},
+           {[](Spec& s) { s.root = RootFs::Directory("relative"); }, "absolute path"},
            {[](Spec& s) { s.workdir = "/proc/self/fd/3"; }, "workdir"},
            {[](Spec& s) { s.workdir = "relative"; }, "workdir"},
            {[](Spec& s) { s.env = {"NOVALUE"}; }, "KEY=VALUE"},
@@ -108,7 +107,7 @@ TEST(BuildPlan, DirImageNeedsItsMountpointsAndIsNeverWrittenTo) {
   std::string dir = std::string(getenv("TEST_TMPDIR")) + "/image";
   std::filesystem::create_directories(dir);
   Spec spec = HostSpec();
-  spec.image = "dir:" + dir;
+  spec.root = RootFs::Directory(dir);
   auto missing = BuildPlan(spec);
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("mountpoint /dev must exist"), std::string::npos)

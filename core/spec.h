@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace zygo::core {
@@ -44,14 +45,32 @@ struct VolumeSpec {
   std::string name;
 };
 
+// Where the sandbox's root filesystem comes from. An OCI image is resolved to its
+// flattened root in the store (runtime/) before it gets here.
+struct RootFs {
+  enum class Kind {
+    kHost,       // the built-in image: the host's /usr and a few files, read-only
+    kDirectory,  // a directory, bound read-only as the root
+  };
+  Kind kind = Kind::kHost;
+  std::string directory;  // kDirectory: an absolute path
+
+  static RootFs Host() { return {}; }
+  static RootFs Directory(std::string path) { return {Kind::kDirectory, std::move(path)}; }
+  bool host() const { return kind == Kind::kHost; }
+  // "host" or "dir:PATH", the way `zygo run` takes it.
+  std::string Describe() const { return host() ? "host" : "dir:" + directory; }
+};
+
 struct Spec {
-  std::string image;              // "host" or "dir:PATH"
+  RootFs root;
   std::vector<std::string> argv;  // the command; argv[0] is looked up on the image's PATH
   std::vector<std::string> env;   // "KEY=VALUE" from -e, applied over the image's defaults
   // The image's own environment (an OCI config's Env); empty for host and dir: images,
   // which get PATH and HOME defaults instead.
   std::vector<std::string> image_env;
-  // What the user called the image, for --dry-run (an OCI image runs as dir:<its root>).
+  // What the user called the image, for --dry-run and errors (an OCI reference, whose
+  // root is a directory in the store); empty: root.Describe().
   std::string image_name;
   std::string workdir = "/";
   std::vector<VolumeSpec> volumes;

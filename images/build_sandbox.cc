@@ -23,7 +23,7 @@ namespace {
 
 core::Spec SpecFor(const SandboxJob& job) {
   core::Spec spec;
-  spec.image = "dir:" + job.rootfs;
+  spec.root = core::RootFs::Directory(job.rootfs);
   spec.image_name = job.rootfs;
   spec.argv = job.argv;
   spec.image_env = job.image_env;

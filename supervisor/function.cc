@@ -15,10 +15,8 @@
 #include "absl/strings/str_join.h"
 #include "core/base/errno_status.h"
 #include "core/base/status_macros.h"
-#include "images/reference.h"
 #include "images/run_image.h"
-#include "images/store.h"
-#include "net/sandbox_network_plan.h"
+#include "runtime/sandbox_recipe.h"
 #include "supervisor/code_policy.h"
 
 namespace zygo::supervisor {
@@ -41,45 +39,22 @@ absl::Status EnsureMountpoints(const std::string& rootfs) {
   return absl::OkStatus();
 }
 
-// An OCI image runs from its flattened root in the store with its config's Env and User,
-// as `zygo run` does. The supervisor never pulls: `zygo pull` (or `zygo run`) does.
-absl::Status UseStoredImage(const FunctionSpec& function, core::Spec* sandbox) {
-  ZYGO_ASSIGN_OR_RETURN(images::Reference ref, images::ParseReference(function.image));
-  ZYGO_ASSIGN_OR_RETURN(images::Store store, images::Store::Open(images::Store::DefaultRoot()));
-  ZYGO_ASSIGN_OR_RETURN(std::optional<images::RunnableImage> image,
-                        images::FindRunnableImage(store, ref));
-  if (!image.has_value()) {
-    return absl::FailedPreconditionError(absl::StrCat(function.origin, ": image ", ref.Familiar(),
-                                                      " is not in the image store: run `zygo pull ",
-                                                      function.image, "` first"));
+// The image through runtime's recipe, as `zygo run` takes it: an OCI image's Env,
+// WorkingDir (else /code) and User, and for an exec function its Entrypoint before the
+// command. The supervisor never pulls: `zygo pull` (or `zygo run`) does.
+absl::Status UseFunctionImage(const FunctionSpec& function, core::Spec* sandbox) {
+  runtime::ImageOptions options;
+  options.pull = {runtime::PullPolicy::kNever, true,
+                  absl::StrCat(": run `zygo pull ", function.image.text, "` first")};
+  options.caller.command_is_the_images = function.runtime == "exec";
+  absl::StatusOr<std::optional<images::RunnableImage>> image =
+      runtime::UseImage(function.image, options, *sandbox);
+  if (!image.ok()) {
+    return absl::Status(image.status().code(),
+                        absl::StrCat(function.origin, ": ", image.status().message()));
   }
-  ZYGO_RETURN_IF_ERROR(EnsureMountpoints(image->rootfs));
-  sandbox->image_name = function.image;
-  sandbox->image = "dir:" + image->rootfs;
-  sandbox->image_env = image->config.env;
-  if (!image->config.user.empty()) {
-    ZYGO_ASSIGN_OR_RETURN(images::NumericUser user,
-                          images::ResolveImageUser(image->rootfs, image->config.user));
-    sandbox->uid = user.uid;
-    sandbox->gid = user.gid;
-  }
+  if (image->has_value()) ZYGO_RETURN_IF_ERROR(EnsureMountpoints(sandbox->root.directory));
   return absl::OkStatus();
-}
-
-// egress/full: the zygote's network, planned (and refused) before any sandbox exists.
-absl::StatusOr<net::SandboxNetworkPlan> PlanFunctionNetwork(const core::Spec& sandbox,
-                                                            const FunctionHost& host) {
-  if (host.network_helper.empty()) {
-    return absl::FailedPreconditionError(
-        "zygo-net (the network helper) was not found next to the supervisor");
-  }
-  net::SandboxNetworkRequest request;
-  request.mode = sandbox.net == core::NetMode::kEgress ? net::SandboxNetMode::kEgress
-                                                       : net::SandboxNetMode::kFull;
-  request.allow = sandbox.allow;
-  if (!host.pasta_path.empty()) request.pasta_path = host.pasta_path;
-  request.dns_upstream = host.dns_upstream;
-  return net::PlanSandboxNetwork(request);
 }
 
 }  // namespace
@@ -106,13 +81,7 @@ FunctionInfo Function::Info() const {
 absl::StatusOr<ZygoteConfig> Function::BuildZygoteConfig() const {
   core::Spec sandbox = ToSandboxSpec(spec_);
   ZygoteConfig config;
-  if (sandbox.net == core::NetMode::kEgress || sandbox.net == core::NetMode::kFull) {
-    ZYGO_ASSIGN_OR_RETURN(config.network, PlanFunctionNetwork(sandbox, *host_));
-    config.network_helper = host_->network_helper;
-  }
-  if (sandbox.image != "host" && sandbox.image.rfind("dir:", 0) != 0) {
-    ZYGO_RETURN_IF_ERROR(UseStoredImage(spec_, &sandbox));
-  }
+  ZYGO_RETURN_IF_ERROR(UseFunctionImage(spec_, &sandbox));
   const bool python = spec_.runtime == "python";
   const std::string& agent = python ? host_->python_agent : host_->exec_agent;
   if (agent.empty()) {
@@ -120,6 +89,7 @@ absl::StatusOr<ZygoteConfig> Function::BuildZygoteConfig() const {
         absl::StrCat("the ", spec_.runtime, " agent binary was not found next to the supervisor"));
   }
   sandbox.volumes.push_back({agent, kAgentPath, /*read_only=*/true});
+  const std::vector<std::string> command = std::move(sandbox.argv);  // exec: with Entrypoint
   sandbox.argv = {kAgentPath, "--fd", "3"};
   if (python) {
     sandbox.argv.insert(sandbox.argv.end(), {"--code-dir", "/code"});
@@ -133,7 +103,7 @@ absl::StatusOr<ZygoteConfig> Function::BuildZygoteConfig() const {
     }
   } else {
     sandbox.argv.push_back("--");
-    sandbox.argv.insert(sandbox.argv.end(), spec_.command.begin(), spec_.command.end());
+    sandbox.argv.insert(sandbox.argv.end(), command.begin(), command.end());
   }
   sandbox.timeout_ms = spec_.timeout_ms;  // unused: the zygote has no deadline of its own
   sandbox.allow_unlimited = host_->allow_unlimited;
@@ -143,7 +113,8 @@ absl::StatusOr<ZygoteConfig> Function::BuildZygoteConfig() const {
   sandbox.memory_bytes = spec_.memory_bytes * slots;
   sandbox.pids_limit = spec_.pids_limit * slots;
   sandbox.cpus = std::max(spec_.cpus, 1.0) * 2;
-  ZYGO_ASSIGN_OR_RETURN(config.plan, core::BuildPlan(sandbox));
+  runtime::NetworkHost network{host_->network_helper, host_->pasta_path, host_->dns_upstream};
+  ZYGO_ASSIGN_OR_RETURN(config.sandbox, runtime::PlanSandbox(sandbox, network));
   config.cgroups = host_->cgroups;
   config.request_limits = {spec_.memory_bytes, spec_.pids_limit, spec_.cpus};
   config.spares = spec_.spares;

@@ -18,7 +18,6 @@
 #include "absl/strings/str_split.h"
 #include "core/base/status_macros.h"
 #include "core/units.h"
-#include "images/reference.h"
 #include "net/allowlist.h"
 #include "supervisor/code_policy.h"
 
@@ -253,25 +252,15 @@ class SpecParser {
   }
 
   absl::Status ParseImage(const toml::node& node) {
-    ZYGO_RETURN_IF_ERROR(GetString(node, "image", &spec_.image));
-    const std::string& image = spec_.image;
-    if (image == "host") return absl::OkStatus();
-    if (absl::StartsWith(image, "dir:")) {
-      std::string dir = image.substr(4);
-      if (!absl::StartsWith(dir, "/")) {
-        return Error(node, "image", absl::StrCat(Quote(image), ": dir: needs an absolute path"));
-      }
-      if (!IsDirectory(dir)) {
-        return Error(node, "image", absl::StrCat(Quote(image), ": ", dir, " is not a directory"));
-      }
-      return absl::OkStatus();
-    }
-    absl::StatusOr<images::Reference> reference = images::ParseReference(image);
-    if (!reference.ok()) {
+    std::string text;
+    ZYGO_RETURN_IF_ERROR(GetString(node, "image", &text));
+    absl::StatusOr<runtime::ImageSource> image = runtime::ParseImageSource(text);
+    if (!image.ok()) return Error(node, "image", std::string(image.status().message()));
+    if (image->kind == runtime::ImageSource::Kind::kDirectory && !IsDirectory(image->directory)) {
       return Error(node, "image",
-                   absl::StrCat(reference.status().message(),
-                                " (use \"host\", \"dir:/abs/path\" or an OCI reference)"));
+                   absl::StrCat(Quote(text), ": ", image->directory, " is not a directory"));
     }
+    spec_.image = *std::move(image);
     return absl::OkStatus();
   }
 
@@ -529,7 +518,7 @@ absl::StatusOr<FunctionSpec> ParseFunctionSpec(absl::string_view toml_text,
 FunctionInfo ToFunctionInfo(const FunctionSpec& spec) {
   FunctionInfo info;
   info.name = spec.name;
-  info.image = spec.image;
+  info.image = spec.image.text;
   info.runtime = spec.runtime;
   info.entry = spec.pool ? "" : spec.entry;
   info.pool = spec.pool;
@@ -544,8 +533,8 @@ FunctionInfo ToFunctionInfo(const FunctionSpec& spec) {
 
 core::Spec ToSandboxSpec(const FunctionSpec& spec) {
   core::Spec sandbox;
-  sandbox.image = spec.image;
-  sandbox.image_name = spec.image;
+  sandbox.root = spec.image.BuiltInRoot();
+  sandbox.image_name = spec.image.text;
   if (spec.runtime == "exec") sandbox.argv = spec.command;
   for (const auto& [key, value] : spec.env) sandbox.env.push_back(absl::StrCat(key, "=", value));
   sandbox.workdir = "/code";

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/spec.h"
+#include "runtime/image_source.h"
 #include "supervisor/code_policy.h"
 #include "supervisor/service.h"
 
@@ -20,7 +21,7 @@ namespace zygo::supervisor {
 // Every field after parsing: defaults filled in, sizes in bytes, durations in milliseconds.
 struct FunctionSpec {
   std::string name;
-  std::string image = "host";      // "host", "dir:/abs/path" or an OCI reference as written
+  runtime::ImageSource image = runtime::ImageSource::Host();
   std::string runtime = "python";  // "python" or "exec"
   // python: "FILE.py:FUNCTION" as written ("" for a pool); exec: the command as written,
   // an array joined with single spaces.
@@ -67,8 +68,8 @@ absl::Status ValidateFunctionName(absl::string_view name);
 FunctionInfo ToFunctionInfo(const FunctionSpec& spec);
 
 // The sandbox every process of the function runs in. timeout_ms is 0: the caller sets it
-// (a zygote lives longer than one request). An OCI `image` is left as written (also in
-// image_name) for the caller to resolve to dir:<root>; allow_host_net stays false (a
+// (a zygote lives longer than one request). An OCI `image` is left for the caller to put
+// in through runtime::UseImage (root stays host); allow_host_net stays false (a
 // spec never has net = "host": ParseFunctionSpec refuses it). argv is the exec command,
 // empty for python (the caller starts its agent).
 core::Spec ToSandboxSpec(const FunctionSpec& spec);

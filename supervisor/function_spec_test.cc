@@ -60,7 +60,7 @@ TEST_F(FunctionSpecTest, MinimalPythonFunctionGetsEveryDefault) {
   absl::StatusOr<FunctionSpec> spec = Parse(text);
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_EQ(spec->name, "hello");
-  EXPECT_EQ(spec->image, "host");
+  EXPECT_EQ(spec->image.text, "host");
   EXPECT_EQ(spec->runtime, "python");
   EXPECT_EQ(spec->entry, "handler.py:main");
   EXPECT_EQ(spec->handler_file, "handler.py");
@@ -110,7 +110,7 @@ allow = ["api.example.com:443", "*.cdn.example.com:80"]
 )");
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_EQ(spec->name, "full_fn-2");
-  EXPECT_EQ(spec->image, "dir:/");
+  EXPECT_EQ(spec->image.text, "dir:/");
   EXPECT_EQ(spec->code, dir_ + "/src");
   EXPECT_EQ(spec->handler_file, "pkg/app.py");
   EXPECT_EQ(spec->handler_function, "run");
@@ -132,7 +132,7 @@ TEST_F(FunctionSpecTest, OtherValueForms) {
       "cold_after = 0\ncode = \"" +
       dir_ + "/src/../\"\n[limits]\ncpu = 2\ntimeout = 5\n[net]\nmode = \"full\"\n");
   ASSERT_TRUE(spec.ok()) << spec.status();
-  EXPECT_EQ(spec->image, "python:3.12-slim");
+  EXPECT_EQ(spec->image.text, "python:3.12-slim");
   EXPECT_EQ(spec->cold_after_ms, 0);
   EXPECT_EQ(spec->code, dir_);  // absolute, and normalized
   EXPECT_EQ(spec->cpus, 2.0);
@@ -424,7 +424,7 @@ allow = ["api.example.com:443"]
 )");
   ASSERT_TRUE(spec.ok()) << spec.status();
   core::Spec sandbox = ToSandboxSpec(*spec);
-  EXPECT_EQ(sandbox.image, "dir:/");
+  EXPECT_EQ(sandbox.root.Describe(), "dir:/");
   EXPECT_THAT(sandbox.argv, ElementsAre("/bin/cat", "-"));
   EXPECT_THAT(sandbox.env, ElementsAre("A=1", "B=2"));
   EXPECT_EQ(sandbox.memory_bytes, 64LL << 20);

@@ -22,8 +22,7 @@ namespace {
 
 class WarmExecTest : public ServiceFixture {
  protected:
-  void UpExec(const std::string& name, const std::string& command,
-              const std::string& extra = "") {
+  void UpExec(const std::string& name, const std::string& command, const std::string& extra = "") {
     Up(absl::StrCat("name = \"", name, "\"\nruntime = \"exec\"\nentry = ", command,
                     "\ncode = \".\"\n", extra));
   }
@@ -98,9 +97,8 @@ TEST_F(WarmExecTest, ManyRequestsAtOnceAllAnswered) {
     ExecRequest request;
     request.function = "echo";
     request.stdin_data = absl::StrCat("request ", i);
-    service_->Exec(request, [&promises, i](ExecReply reply) {
-      promises[i].set_value(std::move(reply));
-    });
+    service_->Exec(request,
+                   [&promises, i](ExecReply reply) { promises[i].set_value(std::move(reply)); });
   }
   for (int i = 0; i < kRequests; ++i) {
     ExecReply reply = promises[i].get_future().get();
@@ -154,11 +152,12 @@ TEST_F(WarmExecTest, NothingLeftBehind) {
 }
 
 // A function on an OCI image from the image store (`zygo load`ed here: the supervisor never
-// pulls): the sandbox's root is the image's flattened root, with its config's Env and User.
+// pulls): the sandbox's root is the image's flattened root, with its config's Env and User,
+// and the command goes after its Entrypoint (["/bin/sh", "-c"]), as with `docker run`.
 TEST_F(WarmExecTest, RunsOnAnOciImageFromTheStore) {
   UseOwnImageStore();
   UpExec("img",
-         "[\"/bin/sh\", \"-c\", \"echo $FOO; id -u; ls /bin/busybox; "
+         "[\"echo $FOO; id -u; ls /bin/busybox; "
          "test -e /usr/bin/python3 && echo host /usr || echo no host /usr\"]",
          "image = \"multi:test\"\n");
   // The control: before the image is in the store, the function cannot warm, and says so.

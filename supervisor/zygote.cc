@@ -24,7 +24,6 @@
 #include "core/base/sys/fs.h"
 #include "core/base/sys/process.h"
 #include "core/launch.h"
-#include "net/network_helper.h"
 #include "supervisor/zygote_spare.h"
 
 namespace zygo::supervisor {
@@ -89,13 +88,13 @@ absl::Status Zygote::Launch() {
   base::UniqueFd log_read(log_pipe[0]), log_write(log_pipe[1]);
   if (config_.cgroups != nullptr) {
     absl::StatusOr<std::unique_ptr<core::Cgroup>> made =
-        config_.cgroups->Create(config_.plan.cgroup_limits);
+        config_.cgroups->Create(config_.sandbox.plan.cgroup_limits);
     if (made.ok()) {
       cgroup_ = *std::move(made);
       // The sandbox lives in a leaf, the requests in its siblings: cgroup v2 enables no
       // controller below a cgroup that holds processes itself (v1 would not mind).
       ZYGO_ASSIGN_OR_RETURN(zygote_cgroup_, cgroup_->CreateChild({}, "zygote-"));
-    } else if (!config_.plan.spec.allow_unlimited) {
+    } else if (!config_.sandbox.plan.spec.allow_unlimited) {
       return made.status();
     }
   }
@@ -119,16 +118,6 @@ void Zygote::LaunchThread(base::UniqueFd agent_end, base::UniqueFd log_end) {
   options.forward_signals = false;
   options.no_deadline = true;
   options.cgroup = zygote_cgroup_.get();
-  std::unique_ptr<net::NetworkHelper> network;
-  if (config_.network.has_value()) {
-    options.before_release = [&](pid_t pid) -> absl::Status {
-      absl::StatusOr<std::unique_ptr<net::NetworkHelper>> started =
-          net::NetworkHelper::Start(config_.network_helper, pid, *config_.network);
-      if (!started.ok()) return started.status();
-      network = *std::move(started);
-      return absl::OkStatus();
-    };
-  }
   options.on_seccomp_kill = [this](const core::SeccompKillNotice& notice) {
     fprintf(stderr, "[%s] zygo-init killed pid %d of the sandbox: it called %s (%s)\n",
             config_.name.c_str(), notice.sandbox_pid, notice.name.c_str(), notice.arch.c_str());
@@ -146,8 +135,8 @@ void Zygote::LaunchThread(base::UniqueFd agent_end, base::UniqueFd log_end) {
     // Stop() ran while the sandbox was being made: end it now.
     if (stopping_.load()) base::sys::RawPidfdSendSignal(pidfd, SIGKILL);
   };
-  absl::StatusOr<core::Outcome> outcome = core::Launch(config_.plan, config_.cgroups, options);
-  if (network) network->Stop();
+  absl::StatusOr<core::Outcome> outcome =
+      runtime::LaunchSandbox(config_.sandbox, config_.cgroups, options);
   agent_end.Reset();
   log_end.Reset();
   std::string why = "the sandbox ended";

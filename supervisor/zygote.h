@@ -30,7 +30,7 @@
 #include "core/cgroup.h"
 #include "core/launch.h"
 #include "core/plan.h"
-#include "net/sandbox_network_plan.h"
+#include "runtime/sandbox_recipe.h"
 #include "supervisor/cancel_signal.h"
 #include "supervisor/learned_prefault.h"
 #include "supervisor/script_bytecode_cache.h"
@@ -39,16 +39,14 @@
 namespace zygo::supervisor {
 
 struct ZygoteConfig {
-  core::Plan plan;  // the sandbox; its command is the agent, which talks on fd 3
+  // The sandbox; its command is the agent, which talks on fd 3. An egress/full network
+  // is held by zygo-net for the zygote's whole life and shared by its requests.
+  runtime::Sandbox sandbox;
   core::CgroupDriver* cgroups = nullptr;  // null: no limits (the plan allows unlimited)
   core::CgroupLimits request_limits;      // each request's own cgroup
   int spares = 2;
   absl::Duration warm_timeout = absl::Seconds(60);
   std::string name;  // for messages and the log prefix
-  // egress/full: the network the zygote's netns gets before it runs (pasta, nftables, the
-  // resolver), held by zygo-net for the zygote's whole life and shared by its requests.
-  std::optional<net::SandboxNetworkPlan> network;
-  std::string network_helper;  // path of zygo-net
   // The agent reports the pages its children touch (Run.report_touched) and takes a
   // Prefault (python); warm-exec's children exec a command, which keeps no page.
   bool learn_prefault = false;

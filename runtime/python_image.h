@@ -1,0 +1,34 @@
+// What a Python image gets beyond its own root: the bytecode root (images/bytecode_layer.h),
+// built on first use, and a cached venv from a requirements file at /venv
+// (images/venv_cache.h).
+#ifndef ZYGO_RUNTIME_PYTHON_IMAGE_H_
+#define ZYGO_RUNTIME_PYTHON_IMAGE_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "core/spec.h"
+#include "images/run_image.h"
+#include "images/store.h"
+
+namespace zygo::runtime {
+
+// The image's bytecode root, or its own root when it needs none, when ZYGO_BYTECODE=0,
+// or when the build fails (one warning line on stderr). `verbose` reports a build.
+std::string BytecodeRootOf(images::Store& store, const images::RunnableImage& image,
+                           bool allow_unlimited, bool verbose);
+
+struct VenvFiles {
+  std::string requirements;  // host path of the requirements file
+  std::string find_links;    // empty: pip's own configuration
+};
+
+// Builds (or reuses) the venv for `image` and these files and puts it in `spec`: read-only
+// at /venv and first on PATH, under the caller's own env.
+absl::Status ApplyVenv(images::Store& store, const images::RunnableImage& image,
+                       const std::string& rootfs, const VenvFiles& files, bool verbose,
+                       core::Spec& spec);
+
+}  // namespace zygo::runtime
+
+#endif  // ZYGO_RUNTIME_PYTHON_IMAGE_H_
