@@ -113,7 +113,7 @@ absl::StatusOr<int> Measure(const WarmOptions& options, SupervisorSession& sessi
   ZYGO_ASSIGN_OR_RETURN(std::string zygo, MeasuredZygo(""));
   ZYGO_ASSIGN_OR_RETURN(double warm_ms, WaitWarm(*session.api, "embed", 0, nullptr));
   std::vector<InterleavedCase> cases =
-      EmbedCases(zygo, session.process->socket_path(), options.bwrap, dir);
+      EmbedCases(zygo, session.process->http_socket(), options.bwrap, dir);
   ZYGO_RETURN_IF_ERROR(CheckRunnersWork(cases));
   printf(
       "method: script.py (sixteen imports, prints a line) per call; function 'embed' warm in "

@@ -86,7 +86,7 @@ absl::StatusOr<int> Measure(const WarmOptions& options, const HostInfo& host,
   LoadSide zygo_side{"zygo", {}}, peer_side{"peer", {}};
   const pid_t supervisor_pid = session.process->pid();
   OtherWork other([&] { return HelpersCpu(supervisor_pid, peer->pid()); });
-  ZYGO_RETURN_IF_ERROR(DriveBoth(options, ZygoCalls(session.process->socket_path()),
+  ZYGO_RETURN_IF_ERROR(DriveBoth(options, ZygoCalls(session.process->http_socket()),
                                  PeerCalls(peer->socket_path()), &zygo_side, &peer_side));
   ZYGO_RETURN_IF_ERROR(peer->Stop());
   const std::string other_line = other.Line(host.nproc);

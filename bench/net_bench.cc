@@ -24,7 +24,6 @@
 #include "bench/net_warm.h"
 #include "bench/other_work.h"
 #include "bench/stats.h"
-#include "bench/supervisor_process.h"
 #include "bench/timed_spawn.h"
 #include "bench/warm_setup.h"
 #include "core/base/errno_status.h"

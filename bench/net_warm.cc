@@ -76,7 +76,7 @@ std::string EventFor(const std::string& mode) {
 // the API has no such field: neither POST /v1/functions nor GET /v1/functions reports
 // it (supervisor/service.h FunctionInfo). NotFound until the line is there.
 absl::StatusOr<double> LoggedWarmMs(const SupervisorProcess& process, const std::string& name) {
-  const std::string log = FileTail(process.dir() + "/supervisor.log", 1 << 20);
+  const std::string log = process.LogTail(1 << 20);
   const std::string prefix = absl::StrCat("zygo serve: ", name, " is warm (");
   const size_t at = log.rfind(prefix);
   if (at == std::string::npos) return absl::NotFoundError("no warm line yet");

@@ -240,7 +240,7 @@ absl::StatusOr<int> MeasurePool(const WarmOptions& options, SupervisorSession& s
   ZYGO_RETURN_IF_ERROR(RegisterFunction(*session.api, work + "/pool", "",
                                         {"pool", "", /*pool=*/true, /*preload_sixteen=*/true}));
   ZYGO_ASSIGN_OR_RETURN(sdk::ApiConnection pool_api,
-                        sdk::ApiConnection::Connect(session.process->socket_path()));
+                        sdk::ApiConnection::Connect(session.process->http_socket()));
   ZYGO_ASSIGN_OR_RETURN(double pool_warm_ms, WaitWarm(pool_api, "pool", 0, nullptr));
   ZYGO_ASSIGN_OR_RETURN(std::vector<std::string> digests,
                         PrepareScripts(pool_api, options.scripts));

@@ -80,9 +80,11 @@ int FinishBench(const char* bench, const absl::StatusOr<int>& failed, Supervisor
 
 absl::StatusOr<SupervisorSession> StartSession(const std::string& supervisor_binary) {
   SupervisorSession session;
-  ZYGO_ASSIGN_OR_RETURN(session.process, SupervisorProcess::Start(supervisor_binary));
+  SupervisorProcess::Options options;
+  options.binary = supervisor_binary;
+  ZYGO_ASSIGN_OR_RETURN(session.process, SupervisorProcess::Start(options));
   ZYGO_ASSIGN_OR_RETURN(sdk::ApiConnection api,
-                        sdk::ApiConnection::Connect(session.process->socket_path()));
+                        sdk::ApiConnection::Connect(session.process->http_socket()));
   session.api = std::make_unique<sdk::ApiConnection>(std::move(api));
   return session;
 }

@@ -11,13 +11,16 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "bench/host_info.h"
-#include "bench/supervisor_process.h"
 #include "bench/warm_driver.h"
 #include "bench/warm_flags.h"
 #include "bench/warm_workload.h"
 #include "sdk/cpp/zygo/api_connection.h"
+#include "testing/supervisor_process.h"
 
 namespace zygo::bench {
+
+using ::zygo::testing::FindSupervisorBinary;
+using ::zygo::testing::SupervisorProcess;
 
 // Prints the host line, a note when the host was busy before measuring (load average
 // above the CPU count), and which zygo and supervisor binaries run; returns the host.

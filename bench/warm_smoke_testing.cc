@@ -21,7 +21,7 @@ testing::RunResult RunBench(const std::vector<std::string>& args, int timeout_se
 }
 
 void ExpectScratchDirsGone(const std::string& out) {
-  const std::regex scratch("/tmp/zygo-bench-[A-Za-z0-9]{6}");
+  const std::regex scratch("/tmp/zygo-(bench|supervisor)-[A-Za-z0-9]{6}");
   int named = 0;
   for (auto it = std::sregex_iterator(out.begin(), out.end(), scratch);
        it != std::sregex_iterator(); ++it, ++named) {

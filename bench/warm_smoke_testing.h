@@ -16,8 +16,8 @@ bool Has(const std::string& out, const std::string& pattern);
 // Runs the real zygo with `args` after "bench", killing it after `timeout_seconds`.
 testing::RunResult RunBench(const std::vector<std::string>& args, int timeout_seconds);
 
-// Expects every "/tmp/zygo-bench-XXXXXX" directory the report names to be gone, and at
-// least one to be named.
+// Expects every "/tmp/zygo-bench-XXXXXX" or "/tmp/zygo-supervisor-XXXXXX" directory the
+// report names to be gone, and at least one to be named.
 void ExpectScratchDirsGone(const std::string& out);
 
 // The "host: Linux ... nproc N" line every bench prints first.

@@ -27,7 +27,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "security_tests/supervisor_process.h"
+#include "security_tests/supervisor_options.h"
 #include "supervisor/connection_limits.h"
 
 namespace zygo::testing {
@@ -214,7 +214,7 @@ class ApiConnectionFloodTest : public ::testing::Test {
   // A supervisor with RLIMIT_NOFILE (soft, hard) and `args`, whose socket another uid
   // may connect to (the flood comes from one).
   void StartSupervisor(uint64_t soft, uint64_t hard, std::vector<std::string> args = {}) {
-    SupervisorProcess::Options options;
+    SupervisorProcess::Options options = SecurityTestSupervisor();
     options.dir = dir_;
     options.open_files_soft = soft;
     options.open_files_hard = hard;

@@ -19,7 +19,7 @@
 #include "nlohmann/json.hpp"
 #include "sdk/cpp/zygo/api_connection.h"
 #include "sdk/proto/zygo/v1/zygo.grpc.pb.h"
-#include "security_tests/supervisor_process.h"
+#include "security_tests/supervisor_options.h"
 #include "supervisor/event_limit.h"
 #include "testing/harness.h"
 
@@ -72,7 +72,7 @@ class ApiEventLimitTest : public ::testing::Test {
     dir_ = new std::string(dir);
     std::filesystem::create_directory(*dir_ + "/code");
     std::ofstream(*dir_ + "/code/handler.py") << kHandler;
-    SupervisorProcess::Options options;
+    SupervisorProcess::Options options = SecurityTestSupervisor();
     options.dir = *dir_;
     absl::StatusOr<std::unique_ptr<SupervisorProcess>> started = SupervisorProcess::Start(options);
     if (!started.ok()) {

@@ -29,7 +29,7 @@
 #include "security_tests/fake_internet.h"
 #include "security_tests/leftover_oracle.h"
 #include "security_tests/machine_suite.h"
-#include "security_tests/supervisor_process.h"
+#include "security_tests/supervisor_options.h"
 #include "testing/harness.h"
 
 namespace zygo::testing {
@@ -182,9 +182,9 @@ class MissingNftablesTest : public MachineSuite {
   // dir_/NAME and kMarker in its environment (zygo-net and pasta inherit it).
   void StartSupervisor(const std::string& name, bool wrapped,
                        std::unique_ptr<SupervisorProcess>* supervisor) {
-    SupervisorProcess::Options options;
+    SupervisorProcess::Options options = SecurityTestSupervisor();
     options.dir = dir_ + "/" + name;
-    options.marker = kMarker;
+    options.env.push_back(kMarker);
     if (wrapped) options.wrapper = WithoutNftables();
     ASSERT_EQ(mkdir(options.dir.c_str(), 0755), 0) << options.dir << ": " << strerror(errno);
     absl::StatusOr<std::unique_ptr<SupervisorProcess>> started = SupervisorProcess::Start(options);
@@ -261,7 +261,7 @@ TEST_F(MissingNftablesTest, WarmFunctionRefusesAndTheSupervisorKeepsServing) {
     }
     ASSERT_TRUE(OurPastaRuns())
         << "no pasta seen for warm functions, so its absence proves nothing";
-    ASSERT_EQ(supervisor->Stop(kStopGrace), 0) << supervisor->Log();
+    ASSERT_TRUE(supervisor->Stop(kStopGrace).ok()) << supervisor->Log();
   }
   ASSERT_THAT(ProcessesMatching(kMarker), IsEmpty());
 
@@ -294,7 +294,7 @@ TEST_F(MissingNftablesTest, WarmFunctionRefusesAndTheSupervisorKeepsServing) {
   EXPECT_THAT(netns, SizeIs(1));  // the none function's
   EXPECT_THAT(CgroupsNamed(cgroup_prefix), Not(IsEmpty()));
 
-  EXPECT_EQ(supervisor->Stop(kStopGrace), 0) << supervisor->Log();
+  EXPECT_TRUE(supervisor->Stop(kStopGrace).ok()) << supervisor->Log();
   // The supervisor has waited for its zygotes; the kernel may take a moment for the rest.
   for (int i = 0; i < 40 && !tree.StillRunning().empty(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));

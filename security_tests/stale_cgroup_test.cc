@@ -235,7 +235,7 @@ class StaleCgroupTest : public WarmSuite {
 
   // A supervisor in the private parent, with `args` added to its flags.
   void StartInParent(const std::vector<std::string>& args = {}) {
-    SupervisorProcess::Options options;
+    SupervisorProcess::Options options = SecurityTestSupervisor();
     options.wrapper = dir_ + "/in-parent.sh";
     options.args = args;
     StartSupervisor(options);

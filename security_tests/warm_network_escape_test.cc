@@ -25,7 +25,7 @@
 #include "nlohmann/json.hpp"
 #include "security_tests/fake_internet.h"
 #include "security_tests/leftover_oracle.h"
-#include "security_tests/supervisor_process.h"
+#include "security_tests/supervisor_options.h"
 #include "testing/harness.h"
 
 namespace zygo::testing {
@@ -160,9 +160,9 @@ class WarmNetworkEscapeTest : public ::testing::Test {
     std::ofstream(dir_ + "/code/probe.py") << kProbe;
     // Its environment carries marker_; it joins the machine namespace (this thread stays
     // on the host).
-    SupervisorProcess::Options options;
+    SupervisorProcess::Options options = SecurityTestSupervisor();
     options.dir = dir_;
-    options.marker = marker_;
+    options.env.push_back(marker_);
     options.netns_fd = internet_->machine().fd();
     absl::StatusOr<std::unique_ptr<SupervisorProcess>> supervisor =
         SupervisorProcess::Start(options);
@@ -336,8 +336,8 @@ void WarmNetworkEscapeTest::StopAndExpectNothingLeft(size_t functions) {
   EXPECT_THAT(netns, SizeIs(functions));  // one per zygote, shared by its requests
   EXPECT_THAT(CgroupsNamed(cgroup_prefix), Not(IsEmpty()));
 
-  const int status = supervisor_->Stop(std::chrono::seconds(30));
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << supervisor_->Log();
+  const absl::Status stopped = supervisor_->Stop(std::chrono::seconds(30));
+  EXPECT_TRUE(stopped.ok()) << stopped;
   // The supervisor has waited for its zygotes and helpers; allow the kernel a moment to
   // finish tearing down what it reaps asynchronously.
   auto leftovers = [&] {

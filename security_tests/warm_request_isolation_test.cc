@@ -15,7 +15,7 @@
 #include "core/landlock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "security_tests/supervisor_process.h"
+#include "security_tests/supervisor_options.h"
 #include "security_tests/warm_suite.h"
 #include "testing/harness.h"
 
@@ -51,8 +51,8 @@ class WarmRequestIsolationTest : public WarmSuite {
     }
     std::filesystem::copy_file(Runfile("security_tests/testcases/sibling_probe.py"),
                                dir_ + "/code/sibling_probe.py");
-    SupervisorProcess::Options options;
-    options.marker = absl::StrCat("ZYGO_WARM_ISOLATION_TEST_MARKER=", dir_, "/");
+    SupervisorProcess::Options options = SecurityTestSupervisor();
+    options.env.push_back(absl::StrCat("ZYGO_WARM_ISOLATION_TEST_MARKER=", dir_, "/"));
     StartSupervisor(options);
     if (IsSkipped() || HasFatalFailure()) return;
     const std::string common = "cold_after = \"0\"\n[limits]\ntimeout = \"30s\"\n";

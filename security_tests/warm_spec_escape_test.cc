@@ -115,7 +115,7 @@ TEST_F(WarmSpecEscape, ZygoUpSaysWhyInOneLineAndExits125) {
 TEST_F(WarmSpecEscape, CodeRootsConfineWhereCodeComesFrom) {
   std::filesystem::create_directories(dir_ + "/elsewhere");
   WriteFile("elsewhere/handler.py", kHandler);
-  SupervisorProcess::Options options;
+  SupervisorProcess::Options options = SecurityTestSupervisor();
   options.args = {"--code-root", dir_ + "/code"};
   StartSupervisor(options);
   if (IsSkipped() || HasFatalFailure()) return;
@@ -130,7 +130,7 @@ TEST_F(WarmSpecEscape, CodeRootsConfineWhereCodeComesFrom) {
 }
 
 TEST_F(WarmSpecEscape, ABadCodeRootStopsTheSupervisorWithOneLine) {
-  SupervisorProcess::Options options;
+  SupervisorProcess::Options options = SecurityTestSupervisor();
   options.dir = dir_;
   options.args = {"--code-root", "relative/dir"};
   absl::StatusOr<std::unique_ptr<SupervisorProcess>> started = SupervisorProcess::Start(options);
@@ -143,7 +143,7 @@ TEST_F(WarmSpecEscape, ABadCodeRootStopsTheSupervisorWithOneLine) {
 TEST_F(WarmSpecEscape, AStoredSpecWithCodeAtTheRootIsNotServedAgain) {
   StartSupervisor();
   if (IsSkipped() || HasFatalFailure()) return;
-  supervisor_->Stop(std::chrono::seconds(10));
+  ASSERT_TRUE(supervisor_->Stop().ok()) << supervisor_->Log();
   WriteFile("state/functions/old.toml", PythonSpec("old", "/"));
   WriteFile("state/functions/old.origin", absl::StrCat("old.toml\n", dir_, "/code\n"));
   StartSupervisor();

@@ -12,7 +12,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "sdk/proto/zygo/v1/zygo.grpc.pb.h"
-#include "security_tests/supervisor_process.h"
+#include "security_tests/supervisor_options.h"
 
 namespace zygo::testing {
 
@@ -27,7 +27,7 @@ class WarmSuite : public ::testing::Test {
 
   // Starts the supervisor (stopping one already running) with `options`, whose dir is
   // set to dir_; skips the test where no cgroups can be made.
-  void StartSupervisor(SupervisorProcess::Options options = {});
+  void StartSupervisor(SupervisorProcess::Options options = SecurityTestSupervisor());
 
   // Registers `spec` (TOML) as NAME.toml, its code relative to `base_dir` (dir_/code when
   // empty): what the supervisor answered.

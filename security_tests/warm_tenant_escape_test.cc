@@ -14,7 +14,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "security_tests/process_memory.h"
-#include "security_tests/supervisor_process.h"
+#include "security_tests/supervisor_options.h"
 #include "security_tests/warm_suite.h"
 #include "testing/harness.h"
 
@@ -37,8 +37,8 @@ class WarmTenantEscapeTest : public WarmSuite {
     WriteFile("victim/victim.py", kVictimHandler);
     fs::copy_file(Runfile("security_tests/testcases/tenant_scan.py"),
                   dir_ + "/attacker/tenant_scan.py");
-    SupervisorProcess::Options options;
-    options.marker = absl::StrCat("ZYGO_WARM_TENANT_TEST_MARKER=", dir_, "/");
+    SupervisorProcess::Options options = SecurityTestSupervisor();
+    options.env.push_back(absl::StrCat("ZYGO_WARM_TENANT_TEST_MARKER=", dir_, "/"));
     StartSupervisor(options);
   }
 

@@ -1,0 +1,17 @@
+#include "security_tests/supervisor_options.h"
+
+#include "absl/strings/str_cat.h"
+#include "security_tests/fake_internet.h"
+#include "testing/harness.h"
+
+namespace zygo::testing {
+
+SupervisorProcess::Options SecurityTestSupervisor() {
+  SupervisorProcess::Options options;
+  options.binary = Runfile("supervisor/supervisor");
+  options.env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin",
+                 absl::StrCat("ZYGO_DNS_UPSTREAM=", kDnsServer, ":53")};
+  return options;
+}
+
+}  // namespace zygo::testing
