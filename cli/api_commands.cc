@@ -19,6 +19,7 @@
 #include "absl/strings/str_join.h"
 #include "cli/exec_output.h"
 #include "sdk/cpp/zygo/api_client.h"
+#include "sdk/cpp/zygo/client.h"
 #include "sdk/cpp/zygo/socket_path.h"
 
 namespace zygo::cli {
@@ -132,18 +133,6 @@ directory SPEC.toml is in.
 Flags:
 )";
 
-// The directory `spec_path` is in, absolute with symlinks resolved.
-absl::StatusOr<std::string> AbsoluteDirOf(const std::string& spec_path) {
-  size_t slash = spec_path.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : spec_path.substr(0, slash);
-  if (dir.empty()) dir = "/";
-  char resolved[PATH_MAX];
-  if (realpath(dir.c_str(), resolved) == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot resolve ", dir, ": ", strerror(errno)));
-  }
-  return std::string(resolved);
-}
-
 }  // namespace
 
 int UpCommand(int argc, char** argv) {
@@ -154,23 +143,11 @@ int UpCommand(int argc, char** argv) {
     return 0;
   }
   if (args->positional.size() != 1) return Fail(WrongArguments("zygo up SPEC.toml"));
-  const std::string& spec_path = args->positional[0];
-  absl::StatusOr<std::string> toml = ReadFile(spec_path);
-  if (!toml.ok()) return Fail(toml.status());
-  absl::StatusOr<std::string> base_dir = AbsoluteDirOf(spec_path);
-  if (!base_dir.ok()) return Fail(base_dir.status());
-  std::string origin = spec_path.substr(spec_path.rfind('/') + 1);  // npos + 1 == 0
-  ApiClient client(SocketOf(*args));
-  absl::StatusOr<json> info =
-      client.Call({"POST",
-                   absl::StrCat("/v1/functions?origin=", ApiClient::Escape(origin),
-                                "&base_dir=", ApiClient::Escape(*base_dir)),
-                   *toml, "application/toml"});
+  sdk::Client client(SocketOf(*args));
+  absl::StatusOr<sdk::Function> info = client.UpFile(args->positional[0]);
   if (!info.ok()) return Fail(info.status());
-  bool pool = IsTrue(*info, "pool");
-  printf("%s is up (runtime %s, image %s%s)\n", Text(*info, "name").c_str(),
-         Text(*info, "runtime").c_str(), Text(*info, "image").c_str(),
-         pool ? ", a runtime pool" : "");
+  printf("%s is up (runtime %s, image %s%s)\n", info->name.c_str(), info->runtime.c_str(),
+         info->image.c_str(), info->pool ? ", a runtime pool" : "");
   return 0;
 }
 
@@ -221,10 +198,8 @@ int DownCommand(int argc, char** argv) {
   }
   if (args->positional.size() != 1) return Fail(WrongArguments("zygo down NAME"));
   const std::string& name = args->positional[0];
-  ApiClient client(SocketOf(*args));
-  absl::StatusOr<json> reply =
-      client.Call({"DELETE", absl::StrCat("/v1/functions/", ApiClient::Escape(name)), "", ""});
-  if (!reply.ok()) return Fail(reply.status());
+  sdk::Client client(SocketOf(*args));
+  if (absl::Status down = client.Down(name); !down.ok()) return Fail(down);
   printf("%s is down\n", name.c_str());
   return 0;
 }
