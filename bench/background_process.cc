@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/base/errno_status.h"
+#include "core/base/sys/atomic_write.h"
 #include "core/base/unique_fd.h"
 
 extern char** environ;
@@ -104,16 +105,7 @@ std::string FileTail(const std::string& path, size_t bytes) {
 }
 
 absl::Status WriteTextFile(const std::string& path, const std::string& text) {
-  // Through a temporary file and rename, so a reader never sees half a file.
-  const std::string temp = absl::StrCat(path, ".tmp.", getpid());
-  std::ofstream file(temp, std::ios::trunc);
-  file << text;
-  file.close();
-  if (!file || rename(temp.c_str(), path.c_str()) != 0) {
-    unlink(temp.c_str());
-    return absl::UnavailableError(absl::StrCat("could not write ", path));
-  }
-  return absl::OkStatus();
+  return base::sys::WriteFileAtomically(path, text);
 }
 
 }  // namespace zygo::bench

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/base/errno_status.h"
+#include "core/base/sys/atomic_write.h"
 #include "nlohmann/json.hpp"
 
 namespace zygo::core {
@@ -35,6 +36,8 @@ const char* OutcomeStatusName(OutcomeStatus status) {
       return "seccomp_killed";
     case OutcomeStatus::kSetupError:
       return "setup_error";
+    case OutcomeStatus::kHandlerError:
+      return "handler_error";
   }
   return "unknown";
 }
@@ -91,20 +94,10 @@ std::string OutcomeToJson(const Outcome& o) {
 }
 
 absl::Status WriteOutcomeFile(const std::string& path, const Outcome& outcome) {
-  std::string temp = absl::StrCat(path, ".tmp.", getpid());
-  int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return base::ErrnoStatus(errno, absl::StrCat("open(", temp, ")"));
-  std::string json = OutcomeToJson(outcome);
-  bool written =
-      write(fd, json.data(), json.size()) == static_cast<ssize_t>(json.size()) && fsync(fd) == 0;
-  int err = errno;
-  close(fd);
-  if (!written || rename(temp.c_str(), path.c_str()) != 0) {
-    if (written) err = errno;
-    unlink(temp.c_str());
-    return base::ErrnoStatus(err, absl::StrCat("write outcome ", path));
-  }
-  return absl::OkStatus();
+  absl::Status written = base::sys::WriteFileAtomically(path, OutcomeToJson(outcome));
+  if (written.ok()) return written;
+  return absl::Status(written.code(),
+                      absl::StrCat("write outcome ", path, ": ", written.message()));
 }
 
 }  // namespace zygo::core

@@ -21,6 +21,7 @@ enum class OutcomeStatus {
   kPidsLimit,      // it hit the pids limit (fork failed with EAGAIN)
   kSeccompKilled,  // a process of it was killed for a call the seccomp filter refuses
   kSetupError,     // Zygo could not start it (or the command was not found/executable)
+  kHandlerError,   // a warm function's handler raised (the supervisor's requests only)
 };
 
 const char* OutcomeStatusName(OutcomeStatus status);

@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "core/base/status_macros.h"
+#include "core/base/sys/atomic_write.h"
 #include "core/base/sys/fs.h"
 #include "images/registry_client.h"
 #include "nlohmann/json.hpp"
@@ -80,32 +81,6 @@ absl::Status FilesystemError(const std::error_code& error, absl::string_view wha
   return absl::InternalError(absl::StrCat(what, ": ", error.message()));
 }
 
-// Writes `content` to a temp file in the same directory, mode 0600, and renames it over
-// `path`, so a reader sees the old file or the new one, never half of one.
-absl::Status WritePrivateFileAtomically(const std::string& path, absl::string_view content) {
-  std::string temp = absl::StrFormat("%s.tmp.%08x", path, std::random_device()());
-  absl::Status status = [&]() -> absl::Status {
-    ZYGO_ASSIGN_OR_RETURN(base::UniqueFd fd, sys::OpenWriteOnly(temp, sys::IfMissing::kCreate));
-    std::error_code error;
-    fs::permissions(temp, fs::perms::owner_read | fs::perms::owner_write, error);
-    if (error) return FilesystemError(error, absl::StrCat("chmod(", temp, ", 0600)"));
-    while (!content.empty()) {
-      ZYGO_ASSIGN_OR_RETURN(size_t written, sys::WriteOnce(fd, content, temp));
-      if (written == 0) return absl::InternalError(absl::StrCat("write(", temp, "): 0"));
-      content.remove_prefix(written);
-    }
-    fd.Reset();
-    fs::rename(temp, path, error);
-    if (error) return FilesystemError(error, absl::StrCat("rename(", temp, " -> ", path, ")"));
-    return absl::OkStatus();
-  }();
-  if (!status.ok()) {
-    std::error_code ignored;
-    fs::remove(temp, ignored);
-  }
-  return status;
-}
-
 }  // namespace
 
 absl::StatusOr<std::map<std::string, Credentials>> LoadCredentials() {
@@ -158,7 +133,7 @@ absl::Status SaveCredentials(const std::string& registry, const Credentials& cre
     json["auths"] = nlohmann::json::object();
   json["auths"][key] = {
       {"auth", absl::Base64Escape(absl::StrCat(credentials.username, ":", credentials.password))}};
-  return WritePrivateFileAtomically(path, json.dump(2) + "\n");
+  return sys::WriteFileAtomically(path, json.dump(2) + "\n", {.mode = 0600});
 }
 
 }  // namespace zygo::images

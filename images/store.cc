@@ -31,6 +31,7 @@
 #include "absl/strings/str_split.h"
 #include "core/base/errno_status.h"
 #include "core/base/status_macros.h"
+#include "core/base/sys/atomic_write.h"
 #include "core/base/sys/fs.h"
 #include "core/base/sys/process_start_time.h"
 #include "core/base/sys/remove_tree.h"
@@ -391,26 +392,16 @@ absl::StatusOr<std::optional<ImageRecord>> Store::Find(absl::string_view referen
 
 namespace {
 
-// Replaces images.json: temp file, fsync, rename, then fsync of the root so the rename
-// itself survives a crash. The caller holds the store lock.
+// Replaces images.json whole; the caller holds the store lock.
 absl::Status SaveRecords(const Store& store, const std::vector<ImageRecord>& records) {
   Json images = Json::array();
   for (const ImageRecord& record : records) images.push_back(RecordToJson(record));
   Json json = {{"version", kImagesVersion}, {"images", std::move(images)}};
-  std::string temp = store.TempPath("images.json");
-  std::string path = store.root() + "/images.json";
-  absl::Status written = WriteFileDurably(temp, json.dump(2) + "\n");
-  if (written.ok() &&
-      base::RetryOnEintr([&] { return ::rename(temp.c_str(), path.c_str()); }) != 0) {
-    written =
-        base::LastErrnoStatus([&] { return absl::StrCat("rename(", temp, " -> ", path, ")"); });
-  }
-  if (!written.ok()) {
-    ::unlink(temp.c_str());
-    return written;
-  }
-  ZYGO_ASSIGN_OR_RETURN(UniqueFd dir, base::sys::OpenDirectory(store.root()));
-  return Fsync(dir, store.root());
+  base::sys::AtomicWriteOptions options;
+  options.temp_path = store.TempPath("images.json");  // swept by Prune if a crash leaves it
+  options.sync_directory = true;
+  return base::sys::WriteFileAtomically(store.root() + "/images.json", json.dump(2) + "\n",
+                                        options);
 }
 
 }  // namespace

@@ -46,7 +46,7 @@ absl::Status UseFunctionImage(const FunctionSpec& function, core::Spec* sandbox)
   runtime::ImageOptions options;
   options.pull = {runtime::PullPolicy::kNever, true,
                   absl::StrCat(": run `zygo pull ", function.image.text, "` first")};
-  options.caller.command_is_the_images = function.runtime == "exec";
+  options.caller.command_is_the_images = function.runtime == Runtime::kExec;
   absl::StatusOr<std::optional<images::RunnableImage>> image =
       runtime::UseImage(function.image, options, *sandbox);
   if (!image.ok()) {
@@ -69,11 +69,11 @@ FunctionInfo Function::Info() const {
   info.requests = requests_.load();
   std::lock_guard<std::mutex> lock(mu_);
   if (zygote_ && zygote_->alive()) {
-    info.state = "warm";
+    info.state = FunctionState::kWarm;
   } else if (warming_.load()) {
-    info.state = "warming";
+    info.state = FunctionState::kWarming;
   } else {
-    info.state = "cold";
+    info.state = FunctionState::kCold;
   }
   return info;
 }
@@ -82,11 +82,11 @@ absl::StatusOr<ZygoteConfig> Function::BuildZygoteConfig() const {
   core::Spec sandbox = ToSandboxSpec(spec_);
   ZygoteConfig config;
   ZYGO_RETURN_IF_ERROR(UseFunctionImage(spec_, &sandbox));
-  const bool python = spec_.runtime == "python";
+  const bool python = spec_.runtime == Runtime::kPython;
   const std::string& agent = python ? host_->python_agent : host_->exec_agent;
   if (agent.empty()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("the ", spec_.runtime, " agent binary was not found next to the supervisor"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the ", RuntimeName(spec_.runtime), " agent binary was not found next to the supervisor"));
   }
   sandbox.volumes.push_back({agent, kAgentPath, /*read_only=*/true});
   const std::vector<std::string> command = std::move(sandbox.argv);  // exec: with Entrypoint
@@ -118,7 +118,7 @@ absl::StatusOr<ZygoteConfig> Function::BuildZygoteConfig() const {
   config.cgroups = host_->cgroups;
   config.request_limits = {spec_.memory_bytes, spec_.pids_limit, spec_.cpus};
   config.spares = spec_.spares;
-  config.learn_prefault = spec_.runtime == "python";
+  config.learn_prefault = python;
   config.name = spec_.name;
   return config;
 }

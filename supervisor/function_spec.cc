@@ -20,6 +20,7 @@
 #include "core/units.h"
 #include "net/allowlist.h"
 #include "supervisor/code_policy.h"
+#include "supervisor/toml_fields.h"
 
 namespace zygo::supervisor {
 namespace {
@@ -34,8 +35,8 @@ constexpr absl::string_view kNameRule =
     "1-63 characters of a-z, 0-9, '_' and '-', starting with a-z or 0-9";
 
 // The keys each table may hold; anything else is an error with a suggestion.
-const std::map<std::string, std::vector<std::string>>& KnownKeys() {
-  static const auto* keys = new std::map<std::string, std::vector<std::string>>{
+const KnownKeys& SpecKeys() {
+  static const auto* keys = new KnownKeys{
       {"",
        {"name", "image", "runtime", "entry", "code", "pool", "preload", "cold_after", "spares",
         "limits", "env", "net"}},
@@ -43,54 +44,6 @@ const std::map<std::string, std::vector<std::string>>& KnownKeys() {
       {"net", {"mode", "allow"}},
   };
   return *keys;
-}
-
-std::string Quote(absl::string_view text) { return absl::StrCat("\"", absl::CEscape(text), "\""); }
-
-size_t EditDistance(absl::string_view a, absl::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1] ? 1 : 0)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
-// " (did you mean "limits.memory"?)" for a misspelt key, or a key put in the wrong table.
-std::string Suggestion(absl::string_view table, absl::string_view key) {
-  std::string best;
-  size_t best_distance = key.size() < 5 ? 1 : 2;
-  for (const auto& [other_table, keys] : KnownKeys()) {
-    for (const std::string& known : keys) {
-      size_t distance = EditDistance(key, known);
-      // The same key in another table only counts when spelt exactly.
-      if (other_table != table && distance != 0) continue;
-      if (distance <= best_distance && (best.empty() || distance < best_distance)) {
-        best_distance = distance;
-        if (other_table == table) {
-          best = Quote(known);
-        } else if (other_table.empty()) {
-          best = absl::StrCat(Quote(known), " at the top, before any [table]");
-        } else {
-          best = Quote(absl::StrCat(other_table, ".", known));
-        }
-      }
-    }
-  }
-  return best.empty() ? "" : absl::StrCat(" (did you mean ", best, "?)");
-}
-
-const char* TypeName(const toml::node& node) {
-  static constexpr const char* kNames[] = {"nothing",    "a table",    "an array",  "a string",
-                                           "an integer", "a float",    "a boolean", "a date",
-                                           "a time",     "a date-time"};
-  return kNames[static_cast<int>(node.type())];
 }
 
 bool IsIdentifier(absl::string_view text) {
@@ -106,25 +59,16 @@ bool IsModuleName(absl::string_view text) {
   return true;
 }
 
-// "0", "0s", "0.0m": cold_after's spelling of "never".
-bool IsZeroDuration(absl::string_view text) {
-  size_t i = 0;
-  bool zero_seen = false;
-  while (i < text.size() && (text[i] == '0' || text[i] == '.')) zero_seen |= text[i++] == '0';
-  absl::string_view unit = text.substr(i);
-  return zero_seen && (unit.empty() || unit == "ms" || unit == "s" || unit == "m" || unit == "h");
-}
-
 bool IsDirectory(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 // One parse: holds the origin for error messages and fills `spec_` field by field.
-class SpecParser {
+class SpecParser : private TomlFields {
  public:
   SpecParser(absl::string_view origin, absl::string_view base_dir, const CodePolicy& code_policy)
-      : code_policy_(code_policy) {
+      : TomlFields(std::string(origin), SpecKeys()), code_policy_(code_policy) {
     spec_.origin = std::string(origin);
     spec_.base_dir = AbsolutePath(base_dir);
   }
@@ -145,92 +89,6 @@ class SpecParser {
   }
 
  private:
-  // "ORIGIN:LINE: FIELD: MESSAGE"; line 0 means the field is missing, so there is no line.
-  absl::Status Error(uint32_t line, absl::string_view field, absl::string_view message) const {
-    std::string where = line == 0 ? spec_.origin : absl::StrCat(spec_.origin, ":", line);
-    return absl::InvalidArgumentError(absl::StrCat(where, ": ", field, ": ", message));
-  }
-  absl::Status Error(const toml::node& node, absl::string_view field,
-                     absl::string_view message) const {
-    return Error(node.source().begin.line, field, message);
-  }
-  absl::Status WrongType(const toml::node& node, absl::string_view field,
-                         absl::string_view wanted) const {
-    return Error(node, field, absl::StrCat("expected ", wanted, ", found ", TypeName(node)));
-  }
-
-  absl::Status CheckKeys(const toml::table& table, const std::string& table_name) const {
-    const std::vector<std::string>& known = KnownKeys().at(table_name);
-    for (auto&& [key, node] : table) {
-      std::string name(key.str());
-      if (std::find(known.begin(), known.end(), name) != known.end()) continue;
-      std::string field = table_name.empty() ? name : absl::StrCat(table_name, ".", name);
-      return Error(key.source().begin.line, field,
-                   absl::StrCat("unknown key", Suggestion(table_name, name)));
-    }
-    return absl::OkStatus();
-  }
-
-  absl::Status GetString(const toml::node& node, absl::string_view field, std::string* out) const {
-    if (!node.is_string()) return WrongType(node, field, "a string");
-    *out = node.as_string()->get();
-    if (out->find('\0') != std::string::npos) return Error(node, field, "contains a NUL byte");
-    return absl::OkStatus();
-  }
-
-  absl::Status GetStringList(const toml::node& node, absl::string_view field,
-                             std::vector<std::string>* out) const {
-    if (!node.is_array()) return WrongType(node, field, "an array of strings");
-    out->clear();
-    const toml::array& array = *node.as_array();
-    for (size_t i = 0; i < array.size(); ++i) {
-      std::string item;
-      ZYGO_RETURN_IF_ERROR(GetString(array[i], absl::StrCat(field, "[", i, "]"), &item));
-      out->push_back(std::move(item));
-    }
-    return absl::OkStatus();
-  }
-
-  absl::Status GetInt(const toml::node& node, absl::string_view field, int64_t min, int64_t max,
-                      int64_t* out) const {
-    if (!node.is_integer()) return WrongType(node, field, "an integer");
-    *out = node.as_integer()->get();
-    if (*out < min || *out > max) {
-      return Error(node, field, absl::StrCat(*out, " is out of range (", min, "..", max, ")"));
-    }
-    return absl::OkStatus();
-  }
-
-  // A duration string ("30s"), or an integer number of seconds, at most `max_hours`.
-  // `allow_zero` admits "0".
-  absl::Status GetDuration(const toml::node& node, absl::string_view field, bool allow_zero,
-                           int64_t max_hours, int64_t* out_ms) const {
-    std::string text;
-    if (node.is_integer()) {
-      text = absl::StrCat(node.as_integer()->get());
-    } else if (!node.is_string()) {
-      return WrongType(node, field, "a duration such as \"30s\"");
-    } else {
-      text = node.as_string()->get();
-    }
-    if (allow_zero && IsZeroDuration(text)) {
-      *out_ms = 0;
-      return absl::OkStatus();
-    }
-    absl::StatusOr<int64_t> ms = core::ParseDurationMs(text);
-    if (!ms.ok()) {
-      return Error(node, field,
-                   absl::StrCat(Quote(text),
-                                " is not a duration (use 500ms, 30s, 10m, 1h; at most 7 days)"));
-    }
-    if (*ms > max_hours * 3'600'000) {
-      return Error(node, field,
-                   absl::StrCat(Quote(text), " is more than the maximum, ", max_hours, "h"));
-    }
-    *out_ms = *ms;
-    return absl::OkStatus();
-  }
-
   absl::Status ParseIdentity(const toml::table& root) {
     const toml::node* name = root.get("name");
     if (name == nullptr) return Error(0, "name", "missing; every function needs a name");
@@ -241,12 +99,14 @@ class SpecParser {
     }
     if (const toml::node* image = root.get("image")) ZYGO_RETURN_IF_ERROR(ParseImage(*image));
     if (const toml::node* runtime = root.get("runtime")) {
-      ZYGO_RETURN_IF_ERROR(GetString(*runtime, "runtime", &spec_.runtime));
-      if (spec_.runtime != "python" && spec_.runtime != "exec") {
-        return Error(
-            *runtime, "runtime",
-            absl::StrCat(Quote(spec_.runtime), " is not a runtime (use \"python\" or \"exec\")"));
+      std::string name;
+      ZYGO_RETURN_IF_ERROR(GetString(*runtime, "runtime", &name));
+      std::optional<Runtime> parsed = ParseRuntime(name);
+      if (!parsed.has_value()) {
+        return Error(*runtime, "runtime",
+                     absl::StrCat(Quote(name), " is not a runtime (use \"python\" or \"exec\")"));
       }
+      spec_.runtime = *parsed;
     }
     return absl::OkStatus();
   }
@@ -292,7 +152,7 @@ class SpecParser {
       if (!pool->is_boolean()) return WrongType(*pool, "pool", "a boolean");
       spec_.pool = pool->as_boolean()->get();
     }
-    if (spec_.runtime == "exec") {
+    if (spec_.runtime == Runtime::kExec) {
       if (spec_.pool) return Error(*pool, "pool", "only the python runtime has pools");
       if (preload != nullptr) return Error(*preload, "preload", "only the python runtime preloads");
       if (entry == nullptr) return Error(0, "entry", "missing; an exec function needs a command");
@@ -522,7 +382,7 @@ FunctionInfo ToFunctionInfo(const FunctionSpec& spec) {
   info.runtime = spec.runtime;
   info.entry = spec.pool ? "" : spec.entry;
   info.pool = spec.pool;
-  info.state = "cold";
+  info.state = FunctionState::kCold;
   info.requests = 0;
   info.memory_bytes = spec.memory_bytes;
   info.timeout_ms = spec.timeout_ms;
@@ -535,7 +395,7 @@ core::Spec ToSandboxSpec(const FunctionSpec& spec) {
   core::Spec sandbox;
   sandbox.root = spec.image.BuiltInRoot();
   sandbox.image_name = spec.image.text;
-  if (spec.runtime == "exec") sandbox.argv = spec.command;
+  if (spec.runtime == Runtime::kExec) sandbox.argv = spec.command;
   for (const auto& [key, value] : spec.env) sandbox.env.push_back(absl::StrCat(key, "=", value));
   sandbox.workdir = "/code";
   // Checked where it resolved at `zygo up`; each warm-up binds it again, and a path that

@@ -22,7 +22,7 @@ namespace zygo::supervisor {
 struct FunctionSpec {
   std::string name;
   runtime::ImageSource image = runtime::ImageSource::Host();
-  std::string runtime = "python";  // "python" or "exec"
+  Runtime runtime = Runtime::kPython;
   // python: "FILE.py:FUNCTION" as written ("" for a pool); exec: the command as written,
   // an array joined with single spaces.
   std::string entry;

@@ -61,7 +61,7 @@ TEST_F(FunctionSpecTest, MinimalPythonFunctionGetsEveryDefault) {
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_EQ(spec->name, "hello");
   EXPECT_EQ(spec->image.text, "host");
-  EXPECT_EQ(spec->runtime, "python");
+  EXPECT_EQ(spec->runtime, Runtime::kPython);
   EXPECT_EQ(spec->entry, "handler.py:main");
   EXPECT_EQ(spec->handler_file, "handler.py");
   EXPECT_EQ(spec->handler_function, "main");
@@ -171,7 +171,7 @@ TEST_F(FunctionSpecTest, ExecCommandAsStringOrArray) {
   absl::StatusOr<FunctionSpec> spec =
       Parse("name = \"e\"\nruntime = \"exec\"\nentry = \"  /bin/echo   hi\tthere \"\n");
   ASSERT_TRUE(spec.ok()) << spec.status();
-  EXPECT_EQ(spec->runtime, "exec");
+  EXPECT_EQ(spec->runtime, Runtime::kExec);
   EXPECT_THAT(spec->command, ElementsAre("/bin/echo", "hi", "there"));
   EXPECT_EQ(spec->entry, "/bin/echo hi there");
 
@@ -388,10 +388,10 @@ TEST_F(FunctionSpecTest, FunctionInfoHasTheStaticFields) {
   FunctionInfo info = ToFunctionInfo(*spec);
   EXPECT_EQ(info.name, "hello");
   EXPECT_EQ(info.image, "host");
-  EXPECT_EQ(info.runtime, "python");
+  EXPECT_EQ(info.runtime, Runtime::kPython);
   EXPECT_EQ(info.entry, "handler.py:main");
   EXPECT_FALSE(info.pool);
-  EXPECT_EQ(info.state, "cold");
+  EXPECT_EQ(info.state, FunctionState::kCold);
   EXPECT_EQ(info.requests, 0);
   EXPECT_EQ(info.memory_bytes, 512LL << 20);
   EXPECT_EQ(info.timeout_ms, 2000);

@@ -40,10 +40,10 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
 void ToProto(const FunctionInfo& info, v1::FunctionInfo* out) {
   out->set_name(info.name);
   out->set_image(info.image);
-  out->set_runtime(info.runtime);
+  out->set_runtime(RuntimeName(info.runtime));
   out->set_entry(info.entry);
   out->set_pool(info.pool);
-  out->set_state(info.state);
+  out->set_state(FunctionStateName(info.state));
   out->set_requests(info.requests);
   out->set_memory_bytes(info.memory_bytes);
   out->set_timeout_ms(info.timeout_ms);
@@ -52,7 +52,7 @@ void ToProto(const FunctionInfo& info, v1::FunctionInfo* out) {
 }
 
 void ToProto(const RequestOutcome& outcome, v1::Outcome* out) {
-  out->set_status(outcome.status);
+  out->set_status(core::OutcomeStatusName(outcome.status));
   out->set_exit_code(outcome.exit_code);
   out->set_signal(outcome.signal);
   out->set_timed_out(outcome.timed_out);

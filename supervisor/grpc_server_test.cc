@@ -96,9 +96,9 @@ class FakeService final : public Service {
     FunctionInfo info;
     info.name = "hello";
     info.image = "host";
-    info.runtime = "python";
+    info.runtime = Runtime::kPython;
     info.entry = "hello.py:handler";
-    info.state = "warm";
+    info.state = FunctionState::kWarm;
     info.requests = 7;
     info.memory_bytes = 256 << 20;
     info.timeout_ms = 30000;
@@ -228,8 +228,8 @@ class GrpcServerTest : public ::testing::Test {
   }
 
   std::string SocketPath() const {
-    return absl::StrCat(*dir_, "/",
-                        ::testing::UnitTest::GetInstance()->current_test_info()->name(), ".sock");
+    return absl::StrCat(*dir_, "/", ::testing::UnitTest::GetInstance()->current_test_info()->name(),
+                        ".sock");
   }
 
   void StartServer(absl::Duration exec_delay) {
@@ -344,7 +344,7 @@ ExecReply FullReply() {
   reply.stderr_data = "err";
   reply.stdout_truncated = true;
   reply.stderr_truncated = false;
-  reply.outcome.status = "handler_error";
+  reply.outcome.status = core::OutcomeStatus::kHandlerError;
   reply.outcome.exit_code = 3;
   reply.outcome.signal = 9;
   reply.outcome.timed_out = true;

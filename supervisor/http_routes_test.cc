@@ -27,7 +27,7 @@ class RecordingService : public Service {
     if (!next_status.ok()) return next_status;
     FunctionInfo info;
     info.name = "hello";
-    info.runtime = "python";
+    info.runtime = Runtime::kPython;
     return info;
   }
   absl::Status Down(const std::string& name) override {
@@ -303,7 +303,7 @@ TEST(ServiceJsonTest, ExecReplyFieldByField) {
   reply.stdout_data = "out";
   reply.stderr_data = "err";
   reply.stdout_truncated = true;
-  reply.outcome = {"handler_error", 3, 9, true, true, 1234, 5.5};
+  reply.outcome = {core::OutcomeStatus::kHandlerError, 3, 9, true, true, 1234, 5.5};
   reply.timings = {1, 2, 3, 4, 10};
   json body = json::parse(ExecReplyToJson(reply));
   EXPECT_EQ(body, json::parse(R"({
@@ -355,8 +355,8 @@ TEST(ServiceJsonTest, InvalidUtf8DoesNotThrow) {
 }
 
 TEST(ServiceJsonTest, FunctionInfoHasEveryField) {
-  FunctionInfo info{"fn", "host",  "exec", "/bin/cat", false,         "warm",
-                    7,    1 << 20, 3000,   60000,      "/etc/fn.toml"};
+  FunctionInfo info{"fn", "host",  Runtime::kExec, "/bin/cat", false,         FunctionState::kWarm,
+                    7,    1 << 20, 3000,           60000,      "/etc/fn.toml"};
   EXPECT_EQ(json::parse(FunctionInfoToJson(info)), json::parse(R"({
     "name": "fn", "image": "host", "runtime": "exec", "entry": "/bin/cat", "pool": false,
     "state": "warm", "requests": 7, "memory_bytes": 1048576, "timeout_ms": 3000,

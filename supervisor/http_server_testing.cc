@@ -36,7 +36,7 @@ std::shared_ptr<RequestHandle> FakeService::Exec(ExecRequest request, ExecCallba
     reply.stdout_data = request.stdin_data;
     reply.stderr_data = "log line\n";
     reply.stderr_truncated = true;
-    reply.outcome = {"ok", 0, 0, false, false, 4096, 12.5};
+    reply.outcome = {core::OutcomeStatus::kOk, 0, 0, false, false, 4096, 12.5};
     reply.timings = {0, 0, 700, 30, 800};
     pending.due += milliseconds(fn == "deaf" ? 300 : 20);
     if (fn == "gate") pending.due = Clock::time_point::max();

@@ -60,7 +60,7 @@ class FakeService : public Service {
   std::vector<FunctionInfo> List() override {
     FunctionInfo info;
     info.name = "listed";
-    info.state = "warm";
+    info.state = FunctionState::kWarm;
     return {info};
   }
   absl::StatusOr<std::string> PutScript(const std::string& source) override {

@@ -342,7 +342,7 @@ int Serve(const ServeFlags& flags) {
       absl::FormatDuration(http_limits.request_timeout).c_str(),
       absl::FormatDuration(http_limits.idle_timeout).c_str(), kMaxEventBytes);
   for (const FunctionInfo& info : (*service)->List()) {
-    printf("  function %-16s %s %s on %s\n", info.name.c_str(), info.runtime.c_str(),
+    printf("  function %-16s %s %s on %s\n", info.name.c_str(), RuntimeName(info.runtime),
            info.pool ? "(runtime pool)" : info.entry.c_str(), info.image.c_str());
   }
   bool has_demo = false;

@@ -13,17 +13,31 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/outcome.h"
 
 namespace zygo::supervisor {
+
+// What a function's requests run in: a Python handler in a warm interpreter, or a command.
+enum class Runtime { kPython, kExec };
+const char* RuntimeName(Runtime runtime);  // "python", "exec"
+std::optional<Runtime> ParseRuntime(absl::string_view name);
+
+enum class FunctionState {
+  kCold,     // no zygote: the next request warms one
+  kWarming,  // a zygote is starting
+  kWarm,     // a zygote is serving
+};
+const char* FunctionStateName(FunctionState state);  // "cold", "warming", "warm"
 
 // What `zygo ls` and GET /functions show for one function or runtime pool.
 struct FunctionInfo {
   std::string name;
   std::string image;
-  std::string runtime;  // "python" or "exec"
-  std::string entry;    // "file.py:function", the command, or "" for a runtime pool
-  bool pool = false;    // a runtime pool: scripts arrive with requests
-  std::string state;    // "cold", "warming", "warm"
+  Runtime runtime = Runtime::kPython;
+  std::string entry;  // "file.py:function", the command, or "" for a runtime pool
+  bool pool = false;  // a runtime pool: scripts arrive with requests
+  FunctionState state = FunctionState::kCold;
   int64_t requests = 0;
   int64_t memory_bytes = 0;
   int64_t timeout_ms = 0;
@@ -49,8 +63,8 @@ struct PhaseTimings {
 
 // How the request's process ended (the warm-path counterpart of `zygo run --outcome`).
 struct RequestOutcome {
-  // ok, handler_error, nonzero_exit, signaled, timeout, oom, pids_limit, seccomp_killed
-  std::string status = "ok";
+  // Never kSetupError: a request that could not start is an ExecReply error instead.
+  core::OutcomeStatus status = core::OutcomeStatus::kOk;
   int exit_code = 0;
   int signal = 0;
   bool timed_out = false;

@@ -38,10 +38,14 @@ json ErrorValue(const ExecReply& reply) {
 }
 
 json OutcomeValue(const RequestOutcome& outcome) {
-  json value{{"status", outcome.status},         {"exit_code", outcome.exit_code},
-             {"signal", outcome.signal},         {"timed_out", outcome.timed_out},
-             {"oom_killed", outcome.oom_killed}, {"peak_rss_kb", outcome.peak_rss_kb},
-             {"wall_ms", outcome.wall_ms},       {"limits_applied", outcome.limits_applied}};
+  json value{{"status", core::OutcomeStatusName(outcome.status)},
+             {"exit_code", outcome.exit_code},
+             {"signal", outcome.signal},
+             {"timed_out", outcome.timed_out},
+             {"oom_killed", outcome.oom_killed},
+             {"peak_rss_kb", outcome.peak_rss_kb},
+             {"wall_ms", outcome.wall_ms},
+             {"limits_applied", outcome.limits_applied}};
   if (!outcome.seccomp_syscall.empty()) {
     value["seccomp_kill"] = {{"syscall", outcome.seccomp_syscall}, {"arch", outcome.seccomp_arch}};
   }
@@ -89,10 +93,10 @@ std::string FunctionInfoToJson(const FunctionInfo& info) {
   try {
     return Dump(json{{"name", info.name},
                      {"image", info.image},
-                     {"runtime", info.runtime},
+                     {"runtime", RuntimeName(info.runtime)},
                      {"entry", info.entry},
                      {"pool", info.pool},
-                     {"state", info.state},
+                     {"state", FunctionStateName(info.state)},
                      {"requests", info.requests},
                      {"memory_bytes", info.memory_bytes},
                      {"timeout_ms", info.timeout_ms},

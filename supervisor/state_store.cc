@@ -20,6 +20,7 @@
 #include "absl/strings/str_split.h"
 #include "core/base/errno_status.h"
 #include "core/base/status_macros.h"
+#include "core/base/sys/atomic_write.h"
 #include "core/base/sys/fs.h"
 #include "core/base/sys/process_start_time.h"
 #include "core/base/unique_fd.h"
@@ -66,29 +67,11 @@ absl::Status FsyncPath(const std::string& path) {
 // sees the old file or the new one, never a part. The caller fsyncs `dir` afterwards.
 absl::Status WriteAtomically(const std::string& dir, absl::string_view name,
                              absl::string_view bytes) {
-  std::string temp = absl::StrCat(dir, "/", TempName(name));
-  std::string path = absl::StrCat(dir, "/", name);
-  int raw = base::RetryOnEintr(
-      [&] { return ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600); });
-  if (raw < 0)
-    return base::LastErrnoStatus([&] { return absl::StrCat("open(", temp, ", O_CREAT|O_EXCL)"); });
-  UniqueFd fd(raw);
-  absl::Status status = absl::OkStatus();
-  for (absl::string_view rest = bytes; status.ok() && !rest.empty();) {
-    absl::StatusOr<size_t> written = base::sys::WriteOnce(fd, rest, temp);
-    status = written.status();
-    if (written.ok()) rest.remove_prefix(*written);
-  }
-  if (status.ok() && base::RetryOnEintr([&] { return ::fsync(fd.get()); }) != 0) {
-    status = base::LastErrnoStatus([&] { return absl::StrCat("fsync(", temp, ")"); });
-  }
-  fd.Reset();
-  if (status.ok() && ::rename(temp.c_str(), path.c_str()) != 0) {
-    status =
-        base::LastErrnoStatus([&] { return absl::StrCat("rename(", temp, " -> ", path, ")"); });
-  }
-  if (!status.ok()) ::unlink(temp.c_str());
-  return status;
+  base::sys::AtomicWriteOptions options;
+  options.mode = 0600;
+  // A temp name that says whose it is, so RemoveDeadTemps knows a dead writer's.
+  options.temp_path = absl::StrCat(dir, "/", TempName(name));
+  return base::sys::WriteFileAtomically(absl::StrCat(dir, "/", name), bytes, options);
 }
 
 // mkdir -p with `mode` for every directory it makes.

@@ -233,7 +233,7 @@ void SupervisorService::RunJob(Job& job) {
         absl::StrCat(request.function, " is not a runtime pool: it takes no script"))));
     return;
   }
-  if (spec.runtime == "python" && !request.event_json.empty() &&
+  if (spec.runtime == Runtime::kPython && !request.event_json.empty() &&
       !nlohmann::json::accept(request.event_json)) {
     job.done(ErrorReply(absl::InvalidArgumentError("the event is not valid JSON")));
     return;
@@ -241,8 +241,8 @@ void SupervisorService::RunJob(Job& job) {
   // Moved, not copied: an event can be kMaxEventBytes, and `request` is not read again.
   ExecRequest adjusted = std::move(job.request);
   // A python handler gets the event; an exec function gets the body on stdin.
-  if (spec.runtime == "python") adjusted.stdin_data.clear();
-  if (spec.runtime == "exec") adjusted.event_json.clear();
+  if (spec.runtime == Runtime::kPython) adjusted.stdin_data.clear();
+  if (spec.runtime == Runtime::kExec) adjusted.event_json.clear();
   const auto queued_us = std::chrono::duration_cast<std::chrono::microseconds>(
                              std::chrono::steady_clock::now() - job.queued_at)
                              .count();

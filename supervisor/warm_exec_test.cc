@@ -34,7 +34,7 @@ TEST_F(WarmExecTest, StdinInStdoutOut) {
   ASSERT_TRUE(reply.status.ok()) << reply.status;
   EXPECT_TRUE(reply.ok) << reply.error_type << ": " << reply.error_message;
   EXPECT_EQ(reply.stdout_data, "hello through a warm sandbox");
-  EXPECT_EQ(reply.outcome.status, "ok");
+  EXPECT_EQ(reply.outcome.status, core::OutcomeStatus::kOk);
   EXPECT_GT(reply.timings.run_us, 0);
   EXPECT_GT(reply.timings.admit_us, 0) << "the spare was moved into a cgroup of its own";
 }
@@ -54,7 +54,7 @@ TEST_F(WarmExecTest, ExitCodeAndStderrComeBack) {
   ASSERT_TRUE(reply.status.ok()) << reply.status;
   EXPECT_FALSE(reply.ok);
   EXPECT_EQ(reply.outcome.exit_code, 3);
-  EXPECT_EQ(reply.outcome.status, "nonzero_exit");
+  EXPECT_EQ(reply.outcome.status, core::OutcomeStatus::kNonzeroExit);
   EXPECT_EQ(reply.stderr_data, "oops\n");
 }
 
@@ -66,7 +66,7 @@ TEST_F(WarmExecTest, DeadlineKillsTheWholeRequest) {
   ExecReply reply = Call("sleepy");
   auto took = std::chrono::steady_clock::now() - start;
   ASSERT_TRUE(reply.status.ok()) << reply.status;
-  EXPECT_EQ(reply.outcome.status, "timeout");
+  EXPECT_EQ(reply.outcome.status, core::OutcomeStatus::kTimeout);
   EXPECT_TRUE(reply.outcome.timed_out);
   EXPECT_EQ(reply.outcome.exit_code, 137);
   EXPECT_LT(took, std::chrono::seconds(5));

@@ -216,7 +216,7 @@ TEST_F(WarmPythonTest, ExceptionComesBackWithItsTraceback) {
   EXPECT_EQ(reply.error_type, "ValueError");
   EXPECT_EQ(reply.error_message, "bad input: 7");
   EXPECT_NE(reply.traceback.find("handlers.py"), std::string::npos) << reply.traceback;
-  EXPECT_EQ(reply.outcome.status, "handler_error");
+  EXPECT_EQ(reply.outcome.status, core::OutcomeStatus::kHandlerError);
 }
 
 TEST_F(WarmPythonTest, UnencodableResultIsAResultError) {
@@ -231,19 +231,21 @@ TEST_F(WarmPythonTest, LoopPastDeadlineIsKilledAndTheFunctionServesOn) {
   auto start = std::chrono::steady_clock::now();
   ExecReply reply = Call("spin");
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(6));
-  EXPECT_EQ(reply.outcome.status, "timeout");
+  EXPECT_EQ(reply.outcome.status, core::OutcomeStatus::kTimeout);
   EXPECT_EQ(reply.outcome.exit_code, 137);
   EXPECT_EQ(reply.stdout_data, "spinning\n") << "printed before the kill";
   UpHandler("echo");
   EXPECT_TRUE(Call("echo", "1").ok);
-  EXPECT_EQ(Call("spin").outcome.status, "timeout") << "the same function, again";
+  EXPECT_EQ(Call("spin").outcome.status, core::OutcomeStatus::kTimeout)
+      << "the same function, again";
 }
 
 TEST_F(WarmPythonTest, MemoryExhaustionIsAnOomKill) {
   UpHandler("hog", "");
   ExecReply reply = Call("hog");
   ASSERT_TRUE(reply.status.ok()) << reply.status;
-  EXPECT_EQ(reply.outcome.status, "oom") << reply.error_type << " " << reply.error_message;
+  EXPECT_EQ(reply.outcome.status, core::OutcomeStatus::kOom)
+      << reply.error_type << " " << reply.error_message;
   EXPECT_TRUE(reply.outcome.oom_killed);
 }
 

@@ -26,6 +26,8 @@
 namespace zygo::supervisor {
 namespace {
 
+using core::OutcomeStatus;
+
 using Clock = std::chrono::steady_clock;
 
 // Every event the API takes must be one a Run can carry.
@@ -139,18 +141,18 @@ void DescribeEnding(const Answer& answer, std::optional<int> status, const core:
   switch (answer.ending) {
     case Ending::kDone:
       reply->ok = outcome.exit_code == 0;
-      outcome.status = reply->ok ? "ok" : "nonzero_exit";
+      outcome.status = reply->ok ? OutcomeStatus::kOk : OutcomeStatus::kNonzeroExit;
       reply->result_json = answer.done.result;
       return;
     case Ending::kFailed:
-      outcome.status = "handler_error";
+      outcome.status = OutcomeStatus::kHandlerError;
       if (!status.has_value()) outcome.exit_code = 1;
       reply->error_type = answer.failed.error_type;
       reply->error_message = answer.failed.message;
       reply->traceback = answer.failed.traceback;
       return;
     case Ending::kTimeout:
-      outcome.status = "timeout";
+      outcome.status = OutcomeStatus::kTimeout;
       outcome.timed_out = true;
       outcome.exit_code = 137;
       outcome.signal = SIGKILL;
@@ -161,20 +163,20 @@ void DescribeEnding(const Answer& answer, std::optional<int> status, const core:
       break;
   }
   if (outcome.oom_killed) {
-    outcome.status = "oom";
+    outcome.status = OutcomeStatus::kOom;
     outcome.exit_code = 137;
     reply->error_type = "oom";
     reply->error_message = "the request ran out of memory and was killed";
   } else if (outcome.signal != 0) {
-    outcome.status = "signaled";
+    outcome.status = OutcomeStatus::kSignaled;
     reply->error_type = "crashed";
     reply->error_message = absl::StrCat("the request was killed by signal ", outcome.signal);
   } else if (answer.ending == Ending::kChildGone && status.has_value() && outcome.exit_code == 0) {
     // Warm-exec: the command ran and exited 0.
-    outcome.status = "ok";
+    outcome.status = OutcomeStatus::kOk;
     reply->ok = true;
   } else {
-    outcome.status = "nonzero_exit";
+    outcome.status = OutcomeStatus::kNonzeroExit;
     reply->ok = false;
     reply->error_type = "nonzero_exit";
     reply->error_message =
@@ -193,7 +195,7 @@ void DescribeEnd(const Answer& answer, std::optional<int> status, const core::Cg
   DescribeEnding(answer, status, usage, reply);
   RequestOutcome& outcome = reply->outcome;
   if (seccomp_kill.has_value()) {
-    outcome.status = core::OutcomeStatusName(core::OutcomeStatus::kSeccompKilled);
+    outcome.status = OutcomeStatus::kSeccompKilled;
     outcome.signal = SIGSYS;
     outcome.exit_code = 128 + SIGSYS;
     outcome.seccomp_syscall = seccomp_kill->name;
@@ -202,8 +204,9 @@ void DescribeEnd(const Answer& answer, std::optional<int> status, const core::Cg
     reply->error_message =
         absl::StrCat("the request was killed: it called ", seccomp_kill->name, " (",
                      seccomp_kill->arch, "), which the sandbox's seccomp filter refuses");
-  } else if (usage.pids_max_hits > 0 && outcome.status != "timeout" && outcome.status != "oom") {
-    outcome.status = core::OutcomeStatusName(core::OutcomeStatus::kPidsLimit);
+  } else if (usage.pids_max_hits > 0 && outcome.status != OutcomeStatus::kTimeout &&
+             outcome.status != OutcomeStatus::kOom) {
+    outcome.status = OutcomeStatus::kPidsLimit;
   }
 }
 
