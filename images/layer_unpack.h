@@ -1,11 +1,10 @@
-// Unpacks OCI layer tarballs (gzip, zstd or plain; libarchive) safely, and flattens a
-// stack of unpacked layers into one root directory applying OCI whiteouts. Parent side.
+// Unpacks OCI layer tarballs (gzip, zstd or plain; libarchive) safely, keeping whiteouts
+// as markers for layer_flatten.h. Parent side.
 #ifndef ZYGO_IMAGES_LAYER_UNPACK_H_
 #define ZYGO_IMAGES_LAYER_UNPACK_H_
 
 #include <cstdint>
 #include <string>
-#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -33,13 +32,6 @@ struct UnpackResult {
 // caller may set them; setuid bits are kept (the sandbox mounts nosuid).
 absl::StatusOr<UnpackResult> UnpackLayer(const std::string& layer_file, const std::string& dest_dir,
                                          const UnpackOptions& options = {});
-
-// Copies `layer_dirs` (bottom first, each made by UnpackLayer) into the empty directory
-// `dest_dir`, applying whiteouts: ".wh.<name>" deletes <name> from the layers below,
-// ".wh..wh..opq" hides everything below in that directory. Marker files never appear in
-// the result. Hard links within a layer stay hard links; regular files are copied with
-// reflink/copy_file_range where possible.
-absl::Status FlattenLayers(const std::vector<std::string>& layer_dirs, const std::string& dest_dir);
 
 }  // namespace zygo::images
 

@@ -10,6 +10,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "images/layer_flatten.h"
 #include "images/layer_unpack.h"
 #include "images/layer_unpack_testing.h"
 

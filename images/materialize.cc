@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/errno_status.h"
 #include "core/base/status_macros.h"
+#include "images/layer_flatten.h"
 #include "images/layer_unpack.h"
 
 namespace zygo::images {
