@@ -12,12 +12,14 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/base/errno_status.h"
 #include "core/base/status_macros.h"
 #include "images/run_image.h"
 #include "runtime/sandbox_recipe.h"
 #include "supervisor/code_policy.h"
+#include "supervisor/log.h"
 
 namespace zygo::supervisor {
 namespace {
@@ -147,8 +149,8 @@ absl::StatusOr<std::shared_ptr<Zygote>> Function::WarmZygote() {
   }
   zygote_ = std::shared_ptr<Zygote>(*std::move(started));
   last_used_ = std::chrono::steady_clock::now();
-  fprintf(stderr, "zygo serve: %s is warm (%.1f ms)\n", spec_.name.c_str(),
-          absl::ToDoubleMilliseconds(zygote_->warm_time()));
+  Log(LogLevel::kInfo, absl::StrFormat("%s is warm (%.1f ms)", spec_.name,
+                                       absl::ToDoubleMilliseconds(zygote_->warm_time())));
   return zygote_;
 }
 

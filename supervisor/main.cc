@@ -30,6 +30,7 @@
 #include "supervisor/event_limit.h"
 #include "supervisor/grpc_server.h"
 #include "supervisor/http_server.h"
+#include "supervisor/log.h"
 #include "supervisor/socket_file.h"
 #include "supervisor/state_store.h"
 #include "supervisor/supervisor_service.h"
@@ -103,7 +104,7 @@ absl::StatusOr<size_t> ParseCount(const char* name, const std::string& text) {
 }
 
 int Fail(const std::string& message) {
-  fprintf(stderr, "zygo serve: %s\n", message.c_str());
+  Log(LogLevel::kError, message);
   return 125;
 }
 
@@ -224,13 +225,15 @@ void RemoveStaleCgroups(core::CgroupDriver& cgroups) {
     if (stale.removed) {
       removed.push_back(stale.name);
     } else {
-      fprintf(stderr, "zygo serve: warning: kept the stale cgroup %s of the gone pid %d: %s\n",
-              stale.name.c_str(), static_cast<int>(stale.owner), stale.kept_because.c_str());
+      Log(LogLevel::kWarning,
+          absl::StrCat("kept the stale cgroup ", stale.name, " of the gone pid ",
+                       static_cast<int>(stale.owner), ": ", stale.kept_because));
     }
   }
   if (removed.empty()) return;
-  fprintf(stderr, "zygo serve: removed %zu stale cgroup%s of killed zygo processes: %s\n",
-          removed.size(), removed.size() == 1 ? "" : "s", absl::StrJoin(removed, ", ").c_str());
+  Log(LogLevel::kInfo,
+      absl::StrCat("removed ", removed.size(), " stale cgroup", removed.size() == 1 ? "" : "s",
+                   " of killed zygo processes: ", absl::StrJoin(removed, ", ")));
 }
 
 // The host's cgroup driver, put in place and tried once (a cgroup made with limits and
@@ -309,8 +312,7 @@ int Serve(const ServeFlags& flags) {
   absl::StatusOr<std::unique_ptr<SupervisorService>> service =
       SupervisorService::Create(*std::move(store), options, &warnings);
   if (!service.ok()) return Fail(std::string(service.status().message()));
-  for (const std::string& warning : warnings)
-    fprintf(stderr, "zygo serve: warning: %s\n", warning.c_str());
+  for (const std::string& warning : warnings) Log(LogLevel::kWarning, warning);
   if (flags.demo && (*service)->List().empty()) {
     absl::Status demo = RegisterDemo(**service, state_dir);
     if (!demo.ok()) return Fail(absl::StrCat("demo function: ", demo.message()));
@@ -367,7 +369,7 @@ int Serve(const ServeFlags& flags) {
   sigaddset(&stop_signals, SIGTERM);
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
-  fprintf(stderr, "zygo serve: %s, stopping\n", strsignal(signal_number));
+  Log(LogLevel::kInfo, absl::StrCat(strsignal(signal_number), ", stopping"));
   (*http)->Stop();
   http_thread.join();
   (*grpc)->Shutdown();

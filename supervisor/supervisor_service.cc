@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "supervisor/event_limit.h"
+#include "supervisor/log.h"
 
 namespace zygo::supervisor {
 
@@ -98,7 +99,7 @@ void SupervisorService::Register(FunctionSpec spec) {
       warmers_.emplace_back([function] {
         absl::Status warmed = function->Warm();
         if (!warmed.ok()) {
-          fprintf(stderr, "zygo serve: %s\n", std::string(warmed.message()).c_str());
+          Log(LogLevel::kError, warmed.message());
         }
       });
     }

@@ -24,6 +24,7 @@
 #include "core/base/sys/fs.h"
 #include "core/base/sys/process.h"
 #include "core/launch.h"
+#include "supervisor/log.h"
 #include "supervisor/zygote_spare.h"
 
 namespace zygo::supervisor {
@@ -119,8 +120,9 @@ void Zygote::LaunchThread(base::UniqueFd agent_end, base::UniqueFd log_end) {
   options.no_deadline = true;
   options.cgroup = zygote_cgroup_.get();
   options.on_seccomp_kill = [this](const core::SeccompKillNotice& notice) {
-    fprintf(stderr, "[%s] zygo-init killed pid %d of the sandbox: it called %s (%s)\n",
-            config_.name.c_str(), notice.sandbox_pid, notice.name.c_str(), notice.arch.c_str());
+    LogFor(config_.name, LogLevel::kWarning,
+           absl::StrCat("zygo-init killed pid ", notice.sandbox_pid, " of the sandbox: it called ",
+                        notice.name, " (", notice.arch, ")"));
     std::lock_guard<std::mutex> lock(mu_);
     seccomp_kills_[notice.sandbox_pid] = notice;
     while (seccomp_kills_.size() > kMaxKeptStatuses) seccomp_kills_.erase(seccomp_kills_.begin());
@@ -165,7 +167,7 @@ void Zygote::LogThread(base::UniqueFd log_read) {
     std::lock_guard<std::mutex> lock(mu_);
     log_tail_.append(buffer, static_cast<size_t>(n));
     if (log_tail_.size() > kLogTailBytes) log_tail_.erase(0, log_tail_.size() - kLogTailBytes);
-    fprintf(stderr, "[%s] %.*s", config_.name.c_str(), static_cast<int>(n), buffer);
+    LogOutputOf(config_.name, absl::string_view(buffer, static_cast<size_t>(n)));
   }
 }
 
@@ -233,7 +235,7 @@ void Zygote::ReaderLoop() {
       case wire::MessageType::kError: {
         absl::StatusOr<wire::ErrorMessage> error = wire::DecodeError(*received);
         if (error.ok()) {
-          fprintf(stderr, "[%s] agent error: %s\n", config_.name.c_str(), error->message.c_str());
+          LogFor(config_.name, LogLevel::kError, absl::StrCat("agent error: ", error->message));
         }
         std::lock_guard<std::mutex> lock(mu_);
         if (error.ok() && error->request_id != 0 && spawning_.erase(error->request_id) > 0) {
@@ -279,8 +281,9 @@ void Zygote::HandleForked(wire::ReceivedFrame& received) {
                                  : spare->pid > 0 ? base::sys::ReadParentPid(spare->pid)
                                                   : absl::NotFoundError("no pid");
   if (!parent.ok() || *parent != agent_pid) {
-    fprintf(stderr, "[%s] refused a spare whose sender pid %d is not the agent's child\n",
-            config_.name.c_str(), spare->pid);
+    LogFor(
+        config_.name, LogLevel::kWarning,
+        absl::StrCat("refused a spare whose sender pid ", spare->pid, " is not the agent's child"));
     return;
   }
   auto admit_start = std::chrono::steady_clock::now();
@@ -288,8 +291,8 @@ void Zygote::HandleForked(wire::ReceivedFrame& received) {
     absl::StatusOr<std::unique_ptr<core::Cgroup>> own = RequestCgroup();
     absl::Status attached = own.ok() ? Admit(*spare, **own) : own.status();
     if (!attached.ok()) {
-      fprintf(stderr, "[%s] cannot admit a spare: %s\n", config_.name.c_str(),
-              std::string(attached.message()).c_str());
+      LogFor(config_.name, LogLevel::kError,
+             absl::StrCat("cannot admit a spare: ", attached.message()));
       kill(spare->pid, SIGKILL);
       if (own.ok()) spare->cgroup = *std::move(own);
       DestroySpare(std::move(spare));
@@ -305,7 +308,7 @@ void Zygote::HandleForked(wire::ReceivedFrame& received) {
     static constexpr const char* kNames[] = {"zygo-stdin", "zygo-stdout", "zygo-stderr"};
     spare->stdio[i].Reset(memfd_create(kNames[i], MFD_CLOEXEC));
     if (!spare->stdio[i].valid()) {
-      fprintf(stderr, "[%s] memfd_create: %s\n", config_.name.c_str(), strerror(errno));
+      LogFor(config_.name, LogLevel::kError, absl::StrCat("memfd_create: ", strerror(errno)));
       DestroySpare(std::move(spare));
       return;
     }

@@ -16,6 +16,7 @@
 #include "agents/wire/messages.h"
 #include "core/base/status_macros.h"
 #include "core/base/sys/process.h"
+#include "supervisor/log.h"
 #include "supervisor/zygote.h"
 #include "supervisor/zygote_spare.h"
 
@@ -70,10 +71,9 @@ absl::Status Zygote::FinishJoin(Spare& spare, Clock::time_point deadline) {
     return absl::InternalError("the spare answered Join with neither Joined nor Error");
   }
   if (!join_refused_.exchange(true)) {
-    fprintf(stderr,
-            "[%s] a spare did not join its cgroup by itself (%s); the supervisor moves spares "
-            "from now on\n",
-            config_.name.c_str(), error->message.c_str());
+    LogFor(config_.name, LogLevel::kWarning,
+           absl::StrCat("a spare did not join its cgroup by itself (", error->message,
+                        "); the supervisor moves spares from now on"));
   }
   return spare.cgroup ? spare.cgroup->AttachFromParent(spare.pid) : absl::OkStatus();
 }
