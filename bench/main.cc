@@ -3,14 +3,14 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "bench/bytecode_bench.h"
-#include "bench/cold_bench.h"
-#include "bench/density_bench.h"
-#include "bench/embed_bench.h"
-#include "bench/load_bench.h"
-#include "bench/net_bench.h"
-#include "bench/pull_bench.h"
-#include "bench/warm_bench.h"
+#include "bench/cold/cold_bench.h"
+#include "bench/net/net_bench.h"
+#include "bench/pull/bytecode_bench.h"
+#include "bench/pull/pull_bench.h"
+#include "bench/warm/density_bench.h"
+#include "bench/warm/embed_bench.h"
+#include "bench/warm/load_bench.h"
+#include "bench/warm/warm_bench.h"
 
 namespace {
 
