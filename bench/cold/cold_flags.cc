@@ -3,52 +3,20 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "bench/common/flag_values.h"
+#include "bench/common/flag_set.h"
 
 namespace zygo::bench {
-namespace {
-
-bool TakesValue(const std::string& name) {
-  return name == "--runs" || name == "--warmup" || name == "--zygo" || name == "--bwrap" ||
-         name == "--json";
-}
-
-}  // namespace
 
 absl::StatusOr<ColdOptions> ParseColdFlags(int argc, char** argv) {
   ColdOptions options;
-  for (int i = 0; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "-h" || arg == "--help") {
-      options.help = true;
-      continue;
-    }
-    if (arg == "--no-peer") {
-      options.no_peer = true;
-      continue;
-    }
-    absl::StatusOr<FlagValue> flag = TakeFlagValue(argc, argv, &i, TakesValue, "cold");
-    if (!flag.ok()) return flag.status();
-    const std::string& name = flag->name;
-    const std::string& value = flag->value;
-    if (name == "--runs") {
-      auto runs = ParseRunCount(name, value, 1);
-      if (!runs.ok()) return runs.status();
-      options.runs = *runs;
-    } else if (name == "--warmup") {
-      auto warmup = ParseRunCount(name, value, 0);
-      if (!warmup.ok()) return warmup.status();
-      options.warmup = *warmup;
-    } else if (value.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(name, " needs a non-empty value"));
-    } else if (name == "--zygo") {
-      options.zygo = value;
-    } else if (name == "--bwrap") {
-      options.bwrap = value;
-    } else {
-      options.json_path = value;
-    }
-  }
+  FlagSet flags("cold");
+  flags.Count("--runs", &options.runs)
+      .Count("--warmup", &options.warmup, 0)
+      .Text("--zygo", &options.zygo)
+      .Text("--bwrap", &options.bwrap)
+      .Text("--json", &options.json_path)
+      .Switch("--no-peer", &options.no_peer);
+  if (absl::Status parsed = flags.Parse(argc, argv, &options.help); !parsed.ok()) return parsed;
   return options;
 }
 

@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "bench/common/flag_values.h"
+#include "bench/common/flag_set.h"
 #include "bench/common/host_info.h"
 #include "bench/common/interleaved.h"
 #include "bench/common/measured_zygo.h"
@@ -66,36 +66,17 @@ struct NetOptions {
   bool help = false;
 };
 
-bool TakesValue(const std::string& name) {
-  return name == "--runs" || name == "--warmup" || name == "--warm-rounds" ||
-         name == "--throughput-runs" || name == "--throughput-mib" || name == "--zygo" ||
-         name == "--supervisor";
-}
-
 absl::StatusOr<NetOptions> ParseFlags(int argc, char** argv) {
   NetOptions options;
-  for (int i = 0; i < argc; ++i) {
-    if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-      options.help = true;
-      continue;
-    }
-    ZYGO_ASSIGN_OR_RETURN(FlagValue flag, TakeFlagValue(argc, argv, &i, TakesValue, "net"));
-    if (flag.name == "--runs") {
-      ZYGO_ASSIGN_OR_RETURN(options.runs, ParseRunCount(flag.name, flag.value, 1));
-    } else if (flag.name == "--warmup") {
-      ZYGO_ASSIGN_OR_RETURN(options.warmup, ParseRunCount(flag.name, flag.value, 0));
-    } else if (flag.name == "--warm-rounds") {
-      ZYGO_ASSIGN_OR_RETURN(options.warm_rounds, ParseRunCount(flag.name, flag.value, 1));
-    } else if (flag.name == "--throughput-runs") {
-      ZYGO_ASSIGN_OR_RETURN(options.throughput_runs, ParseRunCount(flag.name, flag.value, 1));
-    } else if (flag.name == "--throughput-mib") {
-      ZYGO_ASSIGN_OR_RETURN(options.throughput_mib, ParseRunCount(flag.name, flag.value, 1));
-    } else if (flag.name == "--supervisor") {
-      options.supervisor = flag.value;
-    } else {
-      options.zygo = flag.value;
-    }
-  }
+  FlagSet flags("net");
+  flags.Count("--runs", &options.runs)
+      .Count("--warmup", &options.warmup, 0)
+      .Count("--warm-rounds", &options.warm_rounds)
+      .Count("--throughput-runs", &options.throughput_runs)
+      .Count("--throughput-mib", &options.throughput_mib)
+      .Text("--supervisor", &options.supervisor, /*allow_empty=*/true)
+      .Text("--zygo", &options.zygo, /*allow_empty=*/true);
+  if (absl::Status parsed = flags.Parse(argc, argv, &options.help); !parsed.ok()) return parsed;
   return options;
 }
 

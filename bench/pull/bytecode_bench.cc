@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "bench/common/flag_set.h"
 #include "bench/common/host_info.h"
 #include "bench/common/measured_zygo.h"
 #include "bench/common/stats.h"
@@ -60,25 +61,12 @@ struct Options {
 
 absl::StatusOr<Options> ParseFlags(int argc, char** argv) {
   Options options;
-  for (int i = 0; i < argc; ++i) {
-    std::string flag = argv[i];
-    if (flag == "-h" || flag == "--help") {
-      options.help = true;
-      return options;
-    }
-    if (i + 1 >= argc) return absl::InvalidArgumentError(absl::StrCat(flag, " needs a value"));
-    const char* value = argv[++i];
-    if (flag == "--image") {
-      options.image = value;
-    } else if (flag == "--runs" || flag == "--warmup") {
-      int* target = flag == "--runs" ? &options.runs : &options.warmup;
-      if (!absl::SimpleAtoi(value, target) || *target < (flag == "--runs" ? 1 : 0)) {
-        return absl::InvalidArgumentError(absl::StrCat(flag, " '", value, "': not a count"));
-      }
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat("unknown flag ", flag));
-    }
-  }
+  FlagSet flags("bytecode");
+  flags.Text("--image", &options.image)
+      .Count("--runs", &options.runs)
+      .Count("--warmup", &options.warmup, 0);
+  if (absl::Status parsed = flags.Parse(argc, argv, &options.help); !parsed.ok()) return parsed;
+  if (options.help) return options;
   if (options.image.empty()) return absl::InvalidArgumentError("--image REF is required");
   return options;
 }

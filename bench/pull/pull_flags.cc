@@ -5,66 +5,25 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "bench/common/flag_values.h"
+#include "bench/common/flag_set.h"
 
 namespace zygo::bench {
-namespace {
-
-bool IsCountFlag(const std::string& name) {
-  return name == "--runs" || name == "--pull-runs" || name == "--oneshot-runs" ||
-         name == "--warmup";
-}
-
-bool IsPathFlag(const std::string& name) {
-  return name == "--zygo" || name == "--bwrap" || name == "--skopeo" || name == "--umoci" ||
-         name == "--tree";
-}
-
-absl::Status SetCount(const std::string& name, const std::string& value, PullOptions& options) {
-  absl::StatusOr<int> count = ParseRunCount(name, value, name == "--warmup" ? 0 : 1);
-  if (!count.ok()) return count.status();
-  if (name == "--runs" || name == "--pull-runs") options.pull_runs = *count;
-  if (name == "--runs" || name == "--oneshot-runs") options.oneshot_runs = *count;
-  if (name == "--warmup") options.pull_warmup = options.oneshot_warmup = *count;
-  return absl::OkStatus();
-}
-
-bool TakesValue(const std::string& name) { return IsCountFlag(name) || IsPathFlag(name); }
-
-void SetPath(const std::string& name, const std::string& value, PullOptions& options) {
-  if (name == "--zygo") options.zygo = value;
-  if (name == "--bwrap") options.bwrap = value;
-  if (name == "--skopeo") options.skopeo = value;
-  if (name == "--umoci") options.umoci = value;
-  if (name == "--tree") options.tree = value;
-}
-
-}  // namespace
-
 absl::StatusOr<PullOptions> ParsePullFlags(int argc, char** argv) {
   PullOptions options;
-  for (int i = 0; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "-h" || arg == "--help") {
-      options.help = true;
-      continue;
-    }
-    if (arg == "--no-python") {
-      options.no_python = true;
-      continue;
-    }
-    absl::StatusOr<FlagValue> flag = TakeFlagValue(argc, argv, &i, TakesValue, "pull");
-    if (!flag.ok()) return flag.status();
-    const std::string& name = flag->name;
-    const std::string& value = flag->value;
-    if (IsCountFlag(name)) {
-      if (absl::Status set = SetCount(name, value, options); !set.ok()) return set;
-    } else if (value.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(name, " needs a non-empty value"));
-    } else {
-      SetPath(name, value, options);
-    }
-  }
+  FlagSet flags("pull");
+  // --runs sets both parts and --warmup both warm-ups; as with every flag, the last wins.
+  flags.Count("--runs", [&](int n) { options.pull_runs = options.oneshot_runs = n; })
+      .Count(
+          "--warmup", [&](int n) { options.pull_warmup = options.oneshot_warmup = n; }, 0)
+      .Count("--pull-runs", &options.pull_runs)
+      .Count("--oneshot-runs", &options.oneshot_runs)
+      .Text("--zygo", &options.zygo)
+      .Text("--bwrap", &options.bwrap)
+      .Text("--skopeo", &options.skopeo)
+      .Text("--umoci", &options.umoci)
+      .Text("--tree", &options.tree)
+      .Switch("--no-python", &options.no_python);
+  if (absl::Status parsed = flags.Parse(argc, argv, &options.help); !parsed.ok()) return parsed;
   return options;
 }
 

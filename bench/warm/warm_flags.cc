@@ -1,12 +1,10 @@
 // Flag parsing and usage texts for the warm-path benches.
 #include "bench/warm/warm_flags.h"
 
-#include <set>
-
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "bench/common/flag_values.h"
+#include "bench/common/flag_set.h"
 
 namespace zygo::bench {
 namespace {
@@ -94,60 +92,6 @@ const char* BenchName(WarmBenchKind kind) {
   return "warm";
 }
 
-// The value-taking flags each bench accepts.
-const std::set<std::string>& ValueFlags(WarmBenchKind kind) {
-  static const std::set<std::string> warm = {
-      "--requests", "--rate",       "--slow-requests", "--slow-interval-ms", "--forks", "--scripts",
-      "--dump",     "--supervisor", "--python"};
-  static const std::set<std::string> load = {"--connections", "--seconds", "--spares",
-                                             "--supervisor", "--python"};
-  static const std::set<std::string> density = {"--counts", "--supervisor", "--python"};
-  static const std::set<std::string> embed = {"--runs", "--warmup", "--bwrap", "--supervisor",
-                                              "--python"};
-  switch (kind) {
-    case WarmBenchKind::kWarm:
-      return warm;
-    case WarmBenchKind::kLoad:
-      return load;
-    case WarmBenchKind::kDensity:
-      return density;
-    case WarmBenchKind::kEmbed:
-      return embed;
-  }
-  return warm;
-}
-
-// TakeFlagValue wants a plain function pointer: one per bench.
-template <WarmBenchKind kKind>
-bool TakesValue(const std::string& name) {
-  return ValueFlags(kKind).count(name) > 0;
-}
-
-using TakesValueFn = bool (*)(const std::string&);
-
-TakesValueFn TakesValueFor(WarmBenchKind kind) {
-  switch (kind) {
-    case WarmBenchKind::kWarm:
-      return &TakesValue<WarmBenchKind::kWarm>;
-    case WarmBenchKind::kLoad:
-      return &TakesValue<WarmBenchKind::kLoad>;
-    case WarmBenchKind::kDensity:
-      return &TakesValue<WarmBenchKind::kDensity>;
-    case WarmBenchKind::kEmbed:
-      return &TakesValue<WarmBenchKind::kEmbed>;
-  }
-  return &TakesValue<WarmBenchKind::kWarm>;
-}
-
-absl::StatusOr<double> ParsePositive(const std::string& flag, const std::string& text, double max) {
-  double value = 0;
-  if (!absl::SimpleAtod(text, &value) || !(value > 0) || value > max) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flag, " '", text, "': expected a number above 0, at most ", max));
-  }
-  return value;
-}
-
 absl::StatusOr<std::vector<int>> ParseCounts(const std::string& text) {
   std::vector<int> counts;
   for (absl::string_view part : absl::StrSplit(text, ',')) {
@@ -165,50 +109,48 @@ absl::StatusOr<std::vector<int>> ParseCounts(const std::string& text) {
   return counts;
 }
 
-// Applies one value flag; `given` records it so --quick leaves it alone.
-absl::Status Apply(const FlagValue& flag, WarmOptions* o, std::set<std::string>* given) {
-  given->insert(flag.name);
-  const std::string& v = flag.value;
-  absl::StatusOr<int> count = absl::InvalidArgumentError("");
-  absl::StatusOr<double> number = absl::InvalidArgumentError("");
-  if (flag.name == "--supervisor") {
-    o->supervisor = v;
-  } else if (flag.name == "--python") {
-    o->python = v;
-  } else if (flag.name == "--bwrap") {
-    o->bwrap = v;
-  } else if (flag.name == "--dump") {
-    if (v.empty()) return absl::InvalidArgumentError("--dump needs a file name");
-    o->dump = v;
-  } else if (flag.name == "--counts") {
-    absl::StatusOr<std::vector<int>> counts = ParseCounts(v);
-    if (!counts.ok()) return counts.status();
-    o->counts = *counts;
-  } else if (flag.name == "--rate" || flag.name == "--seconds") {
-    if (!(number = ParsePositive(flag.name, v, 100'000)).ok()) return number.status();
-    (flag.name == "--rate" ? o->rate : o->seconds) = *number;
-  } else {
-    const int min = flag.name == "--warmup" ? 0 : 1;
-    if (!(count = ParseRunCount(flag.name, v, min)).ok()) return count.status();
-    if (flag.name == "--requests") o->requests = *count;
-    if (flag.name == "--slow-requests") o->slow_requests = *count;
-    if (flag.name == "--slow-interval-ms") o->slow_interval_ms = *count;
-    if (flag.name == "--forks") o->forks = *count;
-    if (flag.name == "--scripts") o->scripts = *count;
-    if (flag.name == "--connections") o->connections = *count;
-    if (flag.name == "--spares") o->spares = *count;
-    if (flag.name == "--runs") o->runs = *count;
-    if (flag.name == "--warmup") o->warmup = *count;
-    if ((flag.name == "--connections" || flag.name == "--spares") && *count > 64) {
-      return absl::InvalidArgumentError(absl::StrCat(flag.name, " '", v, "': at most 64"));
-    }
+// Each bench's own flags, then the ones all four share.
+void Declare(WarmBenchKind kind, WarmOptions& o, FlagSet& flags) {
+  switch (kind) {
+    case WarmBenchKind::kWarm:
+      flags.Count("--requests", &o.requests)
+          .Number("--rate", &o.rate, 100'000)
+          .Count("--slow-requests", &o.slow_requests)
+          .Count("--slow-interval-ms", &o.slow_interval_ms)
+          .Count("--forks", &o.forks)
+          .Count("--scripts", &o.scripts)
+          .Text("--dump", &o.dump)
+          .Switch("--pool", &o.pool);
+      break;
+    case WarmBenchKind::kLoad:
+      flags.Count("--connections", &o.connections, 1, 64)
+          .Number("--seconds", &o.seconds, 100'000)
+          .Count("--spares", &o.spares, 1, 64);
+      break;
+    case WarmBenchKind::kDensity:
+      flags.Custom("--counts", [&o](const std::string& text) -> absl::Status {
+        absl::StatusOr<std::vector<int>> counts = ParseCounts(text);
+        if (!counts.ok()) return counts.status();
+        o.counts = *std::move(counts);
+        return absl::OkStatus();
+      });
+      break;
+    case WarmBenchKind::kEmbed:
+      flags.Count("--runs", &o.runs)
+          .Count("--warmup", &o.warmup, 0)
+          .Text("--bwrap", &o.bwrap,
+                /*allow_empty=*/true);
+      break;
   }
-  return absl::OkStatus();
+  flags.Text("--supervisor", &o.supervisor, /*allow_empty=*/true)
+      .Text("--python", &o.python, /*allow_empty=*/true)
+      .Switch("--quick", &o.quick)
+      .Switch("--strict", &o.strict);
 }
 
-void ApplyQuickDefaults(const std::set<std::string>& given, WarmOptions* o) {
+void ApplyQuickDefaults(const FlagSet& flags, WarmOptions* o) {
   auto unless_given = [&](const char* name, auto* field, auto value) {
-    if (given.count(name) == 0) *field = value;
+    if (!flags.Given(name)) *field = value;
   };
   unless_given("--requests", &o->requests, 300);
   unless_given("--slow-requests", &o->slow_requests, 20);
@@ -225,29 +167,14 @@ void ApplyQuickDefaults(const std::set<std::string>& given, WarmOptions* o) {
 absl::StatusOr<WarmOptions> ParseWarmFlags(WarmBenchKind kind, int argc, char** argv) {
   WarmOptions options;
   options.kind = kind;
-  std::set<std::string> given;
-  for (int i = 0; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "-h" || arg == "--help") {
-      options.help = true;
-    } else if (arg == "--quick") {
-      options.quick = true;
-    } else if (arg == "--strict") {
-      options.strict = true;
-    } else if (arg == "--pool" && kind == WarmBenchKind::kWarm) {
-      options.pool = true;
-    } else {
-      absl::StatusOr<FlagValue> flag =
-          TakeFlagValue(argc, argv, &i, TakesValueFor(kind), BenchName(kind));
-      if (!flag.ok()) return flag.status();
-      if (absl::Status applied = Apply(*flag, &options, &given); !applied.ok()) return applied;
-    }
-  }
-  if (given.count("--scripts") > 0 && !options.pool) {
+  FlagSet flags(BenchName(kind));
+  Declare(kind, options, flags);
+  if (absl::Status parsed = flags.Parse(argc, argv, &options.help); !parsed.ok()) return parsed;
+  if (flags.Given("--scripts") && !options.pool) {
     return absl::InvalidArgumentError(
         "--scripts is for --pool (zygo bench warm --pool --scripts N)");
   }
-  if (options.quick) ApplyQuickDefaults(given, &options);
+  if (options.quick) ApplyQuickDefaults(flags, &options);
   return options;
 }
 
