@@ -47,7 +47,7 @@ Zygote::~Zygote() {
   Stop();
   // Requests still in flight at Stop() held their own cgroups inside ours; they are gone
   // now (they held a reference to this zygote), so the function's cgroup can go too.
-  DestroyFreeCgroups();
+  request_cgroups_.DestroyFree();
   if (zygote_cgroup_) zygote_cgroup_->Destroy().IgnoreError();
   if (cgroup_) cgroup_->Destroy().IgnoreError();
 }
@@ -92,6 +92,7 @@ absl::Status Zygote::Launch() {
         config_.cgroups->Create(config_.sandbox.plan.cgroup_limits);
     if (made.ok()) {
       cgroup_ = *std::move(made);
+      request_cgroups_.SetParent(cgroup_.get());
       // The sandbox lives in a leaf, the requests in its siblings: cgroup v2 enables no
       // controller below a cgroup that holds processes itself (v1 would not mind).
       ZYGO_ASSIGN_OR_RETURN(zygote_cgroup_, cgroup_->CreateChild({}, "zygote-"));
@@ -288,7 +289,7 @@ void Zygote::HandleForked(wire::ReceivedFrame& received) {
   }
   auto admit_start = std::chrono::steady_clock::now();
   if (cgroup_) {
-    absl::StatusOr<std::unique_ptr<core::Cgroup>> own = RequestCgroup();
+    absl::StatusOr<std::unique_ptr<core::Cgroup>> own = request_cgroups_.Take();
     absl::Status attached = own.ok() ? Admit(*spare, **own) : own.status();
     if (!attached.ok()) {
       LogFor(config_.name, LogLevel::kError,
@@ -381,7 +382,7 @@ void Zygote::MarkDead(const std::string& why) {
   }
   for (auto& spare : spares) DestroySpare(std::move(spare));
   for (auto& [id, spare] : retiring) DestroySpare(std::move(spare));
-  DestroyFreeCgroups();
+  request_cgroups_.DestroyFree();
 }
 
 void Zygote::Stop() {
@@ -396,7 +397,7 @@ void Zygote::Stop() {
   if (reader_thread_.joinable()) reader_thread_.join();
   if (log_thread_.joinable()) log_thread_.join();
   MarkDead("stopped");
-  DestroyFreeCgroups();
+  request_cgroups_.DestroyFree();
   if (zygote_cgroup_) zygote_cgroup_->Destroy().IgnoreError();
   if (cgroup_) cgroup_->Destroy().IgnoreError();
 }

@@ -33,6 +33,7 @@
 #include "runtime/sandbox_recipe.h"
 #include "supervisor/cancel_signal.h"
 #include "supervisor/learned_prefault.h"
+#include "supervisor/request_cgroups.h"
 #include "supervisor/script_bytecode_cache.h"
 #include "supervisor/service.h"
 
@@ -110,10 +111,8 @@ class Zygote {
   void LearnTouched(Spare& spare);
   absl::Status SendRun(Spare& spare, const SpareRequest& request, bool report_touched,
                        bool* sent_code);
-  absl::StatusOr<std::unique_ptr<core::Cgroup>> RequestCgroup();
   absl::Status Admit(Spare& spare, core::Cgroup& cgroup);
   absl::Status FinishJoin(Spare& spare, Clock::time_point deadline);
-  void DestroyFreeCgroups();
   std::string LogTail() const;
 
   ZygoteConfig config_;
@@ -142,14 +141,13 @@ class Zygote {
   // Spares whose request is answered, kept until the zygote reports their exit: then the
   // reader removes their cgroups, so no request thread waits for a process to end.
   std::map<uint64_t, std::unique_ptr<Spare>> retiring_;
-  // Emptied request cgroups, reused for new spares: mkdir + limits + rmdir per request
-  // were most of the supervisor's own CPU time under load.
-  std::vector<std::unique_ptr<core::Cgroup>> free_cgroups_;
   std::string log_tail_;  // the end of the agent's own output
   // A spare answered Join with Error: later spares are moved by the supervisor instead.
   std::atomic<bool> join_refused_{false};
   // A pool's scripts as its spares compiled them (supervisor/script_bytecode_cache.h).
   ScriptBytecodeCache bytecode_{kMaxBytecodeCacheBytes};
+  // Each request's own cgroup, inside cgroup_ (supervisor/request_cgroups.h).
+  RequestCgroups request_cgroups_{config_.request_limits};
   // The pages its spares take ahead of their requests (supervisor/learned_prefault.h).
   LearnedPrefault prefault_{config_.request_limits.memory_bytes};
   std::atomic<bool> dead_{false};

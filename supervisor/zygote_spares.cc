@@ -23,7 +23,6 @@
 namespace zygo::supervisor {
 namespace {
 
-constexpr size_t kMaxFreeCgroups = 64;
 // A spare answers Join once its isolation is set up, well under a millisecond after its
 // fork; a request that takes it sooner waits for that anyway.
 constexpr auto kJoinAnswerWait = std::chrono::seconds(1);
@@ -136,21 +135,18 @@ void Zygote::TopUpSpares() {
 // After a burst: spares beyond the configured number hold pre-faulted memory for nobody.
 void Zygote::TrimSpares() {
   std::vector<std::unique_ptr<Spare>> surplus;
-  std::vector<std::unique_ptr<core::Cgroup>> unused;
+  bool idle = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    while (waiters_ == 0 && static_cast<int>(ready_.size()) > config_.spares) {
+    idle = waiters_ == 0;
+    while (idle && static_cast<int>(ready_.size()) > config_.spares) {
       surplus.push_back(std::move(ready_.back()));
       ready_.pop_back();
     }
-    // Free cgroups beyond what the spares will need again: each holds open fds.
-    while (waiters_ == 0 && free_cgroups_.size() > static_cast<size_t>(config_.spares)) {
-      unused.push_back(std::move(free_cgroups_.back()));
-      free_cgroups_.pop_back();
-    }
   }
   for (auto& spare : surplus) DestroySpare(std::move(spare));
-  for (auto& cgroup : unused) cgroup->Destroy().IgnoreError();
+  // Kept cgroups beyond what the spares will need again.
+  if (idle) request_cgroups_.Trim(static_cast<size_t>(config_.spares));
 }
 
 void Zygote::KillSpare(Spare& spare) {
@@ -168,45 +164,7 @@ void Zygote::DestroySpare(std::unique_ptr<Spare> spare) {
   if (!spare) return;
   KillSpare(*spare);
   spare->channel.Reset();
-  if (!spare->cgroup) return;
-  bool reuse = spare->cgroup_reusable && !dead_.load();
-  if (reuse) {
-    // Asked now that it is empty, so no late fork or allocation of its last request can
-    // leave a count behind for the next one to be blamed for (pids.events and the OOM
-    // counters cannot be reset).
-    absl::StatusOr<core::CgroupUsage> hits = spare->cgroup->ReadLimitHits();
-    reuse = hits.ok() && hits->oom_kills == 0 && hits->pids_max_hits == 0 &&
-            spare->cgroup->ResetPeak().ok();
-  }
-  if (reuse) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (free_cgroups_.size() < kMaxFreeCgroups) {
-      free_cgroups_.push_back(std::move(spare->cgroup));
-      return;
-    }
-  }
-  spare->cgroup->Destroy().IgnoreError();
-}
-
-absl::StatusOr<std::unique_ptr<core::Cgroup>> Zygote::RequestCgroup() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!free_cgroups_.empty()) {
-      std::unique_ptr<core::Cgroup> reused = std::move(free_cgroups_.back());
-      free_cgroups_.pop_back();
-      return reused;
-    }
-  }
-  return cgroup_->CreateChild(config_.request_limits, "request-");
-}
-
-void Zygote::DestroyFreeCgroups() {
-  std::vector<std::unique_ptr<core::Cgroup>> free;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    free.swap(free_cgroups_);
-  }
-  for (auto& cgroup : free) cgroup->Destroy().IgnoreError();
+  request_cgroups_.Return(std::move(spare->cgroup), spare->cgroup_reusable && !dead_.load());
 }
 
 void Zygote::RetireSpare(std::unique_ptr<Spare> spare) {
