@@ -48,8 +48,14 @@ Zygote::~Zygote() {
   // Requests still in flight at Stop() held their own cgroups inside ours; they are gone
   // now (they held a reference to this zygote), so the function's cgroup can go too.
   request_cgroups_.DestroyFree();
-  if (zygote_cgroup_) zygote_cgroup_->Destroy().IgnoreError();
-  if (cgroup_) cgroup_->Destroy().IgnoreError();
+  // The last try: what stays now stays until the next supervisor's sweep, so say so.
+  for (core::Cgroup* cgroup : {zygote_cgroup_.get(), cgroup_.get()}) {
+    if (cgroup == nullptr) continue;
+    if (absl::Status gone = cgroup->Destroy(); !gone.ok()) {
+      LogFor(config_.name, LogLevel::kWarning,
+             absl::StrCat("its cgroup was left behind: ", gone.message()));
+    }
+  }
 }
 
 absl::StatusOr<std::unique_ptr<Zygote>> Zygote::Start(ZygoteConfig config) {
