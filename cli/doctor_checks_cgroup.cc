@@ -26,6 +26,7 @@
 #include "core/base/unique_fd.h"
 #include "core/cgroup.h"
 #include "core/launch.h"
+#include "core/loosening.h"
 #include "core/plan.h"
 #include "images/store.h"
 
@@ -260,7 +261,7 @@ DoctorCheck CheckSandboxRun(const ProbedDriver& driver, bool allow_unlimited) {
   spec.root = core::RootFs::Host();
   spec.argv = {"/bin/true"};
   spec.timeout_ms = 10'000;
-  spec.allow_unlimited = allow_unlimited;
+  if (allow_unlimited) core::LooseningGrant::AllowUnlimited(spec.loosening);
   const std::string command =
       absl::StrCat("zygo run ", allow_unlimited ? "--allow-unlimited " : "", "host /bin/true");
   auto missing = [&](absl::string_view why) {

@@ -138,7 +138,7 @@ int RunCommand(int argc, char** argv, bool verbose) {
     }
     return 0;
   }
-  if (!driver.ok() && !plan.spec.allow_unlimited) {
+  if (!driver.ok() && !plan.spec.loosening.unlimited()) {
     return Report(
         options, core::SetupErrorOutcome(core::CannotApplyLimits(driver.status()), plan_ms), false);
   }

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "core/base/status_macros.h"
+#include "core/loosening.h"
 #include "core/units.h"
 
 namespace zygo::cli {
@@ -141,13 +142,13 @@ absl::Status ApplyOption(int option, const char* value, RunOptions* options) {
       spec.hostname = value;
       return absl::OkStatus();
     case kAllowUnlimited:
-      spec.allow_unlimited = true;
+      core::LooseningGrant::AllowUnlimited(spec.loosening);
       return absl::OkStatus();
     case kExplainDenials:
       spec.explain_denials = true;
       return absl::OkStatus();
     case kAllowHostNet:
-      spec.allow_host_net = true;
+      core::LooseningGrant::AllowHostNet(spec.loosening);
       return absl::OkStatus();
     case kNet:
       if (strcmp(value, "none") == 0) {

@@ -46,16 +46,16 @@ TEST(ParseRunFlags, DefaultsAreTight) {
   EXPECT_EQ(options->spec.pids_limit, 128);
   EXPECT_DOUBLE_EQ(options->spec.cpus, 1.0);
   EXPECT_EQ(options->spec.timeout_ms, 60'000);
-  EXPECT_FALSE(options->spec.allow_unlimited);
-  EXPECT_FALSE(options->spec.allow_host_net);
+  EXPECT_FALSE(options->spec.loosening.unlimited());
+  EXPECT_FALSE(options->spec.loosening.host_net());
   EXPECT_TRUE(options->spec.volumes.empty());
 }
 
 TEST(ParseRunFlags, OnlyAllowFlagsLoosen) {
   auto options = Parse({"--allow-unlimited", "--allow-host-net", "host", "/bin/true"});
   ASSERT_TRUE(options.ok());
-  EXPECT_TRUE(options->spec.allow_unlimited);
-  EXPECT_TRUE(options->spec.allow_host_net);
+  EXPECT_TRUE(options->spec.loosening.unlimited());
+  EXPECT_TRUE(options->spec.loosening.host_net());
 }
 
 TEST(ParseRunFlags, NetAndAllow) {

@@ -143,7 +143,7 @@ absl::StatusOr<std::unique_ptr<Cgroup>> MakeCgroup(const Plan& plan, CgroupDrive
     if (cgroup.ok()) return std::move(cgroup).value();
     why = cgroup.status();
   }
-  if (plan.spec.allow_unlimited) return std::unique_ptr<Cgroup>();
+  if (plan.spec.loosening.unlimited()) return std::unique_ptr<Cgroup>();
   return CannotApplyLimits(why);
 }
 

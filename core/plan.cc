@@ -51,11 +51,11 @@ absl::Status CheckSpec(const Spec& spec) {
 // Only --allow-... flags loosen: --net host needs --allow-host-net, and --allow entries
 // go only with --net egress, which needs at least one.
 absl::Status CheckNetwork(const Spec& spec) {
-  if (spec.net == NetMode::kHost && !spec.allow_host_net) {
+  if (spec.net == NetMode::kHost && !spec.loosening.host_net()) {
     return absl::InvalidArgumentError(
         "--net host shares the host's network namespace: it needs --allow-host-net too");
   }
-  if (spec.allow_host_net && spec.net != NetMode::kHost && spec.net != NetMode::kNone) {
+  if (spec.loosening.host_net() && spec.net != NetMode::kHost && spec.net != NetMode::kNone) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--allow-host-net goes only with --net host, not --net ", NetModeName(spec.net)));
   }
@@ -110,7 +110,7 @@ absl::StatusOr<Plan> BuildPlan(const Spec& spec) {
   Plan plan;
   plan.spec = spec;
   // --allow-host-net alone has always meant the host's network.
-  if (spec.allow_host_net && spec.net == NetMode::kNone) plan.spec.net = NetMode::kHost;
+  if (spec.loosening.host_net() && spec.net == NetMode::kNone) plan.spec.net = NetMode::kHost;
   ZYGO_ASSIGN_OR_RETURN(plan.mounts, BuildMountPlan(plan.spec));
   plan.identity = BuildIdentityPlan(spec.uid, spec.gid);
   plan.landlock = BuildLandlockPlan(ProbeLandlockAbi(), plan.mounts.writable_paths);

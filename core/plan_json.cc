@@ -117,7 +117,7 @@ std::string PlanToJson(const Plan& plan, const CgroupChoice& cgroup) {
         {"memory_bytes", plan.cgroup_limits.memory_bytes},
         {"pids_max", plan.cgroup_limits.pids_max},
         {"cpus", plan.cgroup_limits.cpus},
-        {"allow_unlimited", spec.allow_unlimited}}},
+        {"allow_unlimited", spec.loosening.unlimited()}}},
       {"timeout_ms", spec.timeout_ms},
       {"capabilities", "all dropped (bounding, ambient, inheritable, permitted, effective)"},
       {"no_new_privs", true},

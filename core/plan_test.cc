@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <functional>
 
+#include "core/loosening.h"
 #include "gtest/gtest.h"
 
 namespace zygo::core {
@@ -166,13 +167,13 @@ TEST(BuildPlan, NetworkModesAreCheckedAndOnlyAllowFlagsLoosen) {
   Spec spec = HostSpec();
   spec.net = NetMode::kHost;
   EXPECT_FALSE(BuildPlan(spec).ok());  // --net host without --allow-host-net
-  spec.allow_host_net = true;
+  LooseningGrant::AllowHostNet(spec.loosening);
   auto host = BuildPlan(spec);
   ASSERT_TRUE(host.ok()) << host.status();
   EXPECT_EQ(host->namespaces & CLONE_NEWNET, 0u);
 
   spec = HostSpec();
-  spec.allow_host_net = true;  // alone: --net host, as before
+  LooseningGrant::AllowHostNet(spec.loosening);  // alone: --net host, as before
   auto implied = BuildPlan(spec);
   ASSERT_TRUE(implied.ok()) << implied.status();
   EXPECT_EQ(implied->spec.net, NetMode::kHost);
@@ -193,7 +194,7 @@ TEST(BuildPlan, NetworkModesAreCheckedAndOnlyAllowFlagsLoosen) {
     }
   }
   EXPECT_TRUE(resolv);
-  spec.allow_host_net = true;
+  LooseningGrant::AllowHostNet(spec.loosening);
   EXPECT_FALSE(BuildPlan(spec).ok());  // --allow-host-net with egress
 
   spec = HostSpec();

@@ -16,7 +16,7 @@ enum class NetMode {
   kNone,    // a network namespace of its own with only loopback (the default)
   kEgress,  // pasta, with nftables and Zygo's resolver admitting only `allow` entries
   kFull,    // pasta, with nftables refusing only private and special ranges
-  kHost,    // the host's network namespace; needs allow_host_net
+  kHost,    // the host's network namespace; needs Loosening::host_net()
 };
 
 // "none", "egress", "full", "host".
@@ -62,6 +62,22 @@ struct RootFs {
   std::string Describe() const { return host() ? "host" : "dir:" + directory; }
 };
 
+// What only the operator may loosen. Anyone reads it; only core/loosening.h's
+// LooseningGrant sets it, and that target is visible to the CLI (its flags), the
+// supervisor (its own settings) and the image builders, which pass a caller's on.
+class Loosening {
+ public:
+  // Run without a cgroup when none can be made (rootless without delegation).
+  bool unlimited() const { return unlimited_; }
+  // Share the host's network namespace instead of a loopback-only one of its own.
+  bool host_net() const { return host_net_; }
+
+ private:
+  friend struct LooseningGrant;
+  bool unlimited_ = false;
+  bool host_net_ = false;
+};
+
 struct Spec {
   RootFs root;
   std::vector<std::string> argv;  // the command; argv[0] is looked up on the image's PATH
@@ -84,13 +100,10 @@ struct Spec {
   int64_t timeout_ms = 60'000;
   int64_t tmp_size_bytes = 64LL << 20;
 
-  // Run without a cgroup when none can be made (rootless without delegation).
-  bool allow_unlimited = false;
+  Loosening loosening;
   // Every call the seccomp allowlist refuses is still refused (EPERM), and also counted
   // by name into the outcome (zygo run --explain-denials).
   bool explain_denials = false;
-  // Share the host's network namespace instead of a loopback-only one of its own.
-  bool allow_host_net = false;
   NetMode net = NetMode::kNone;
   // --allow HOST:PORT entries for NetMode::kEgress, as given (net/allowlist.h parses them).
   std::vector<std::string> allow;

@@ -37,8 +37,7 @@ core::Spec SpecFor(const SandboxJob& job) {
   spec.pids_limit = 512;
   spec.timeout_ms = job.timeout_ms;
   spec.tmp_size_bytes = 256LL << 20;
-  spec.allow_unlimited = job.allow_unlimited;
-  spec.allow_host_net = job.allow_host_net;
+  spec.loosening = job.loosening;
   return spec;
 }
 

@@ -67,7 +67,7 @@ std::string LastLine(const std::string& text) {
 // The log is outside `out`: the job could swap a file there for a symlink.
 absl::Status CompileStdlib(const RunnableImage& image, const std::vector<StdlibDir>& stdlib,
                            const std::string& out, const std::string& log_path,
-                           const SandboxRunner& run, bool allow_unlimited) {
+                           const SandboxRunner& run, core::Loosening loosening) {
   for (const StdlibDir& dir : stdlib) {
     SandboxJob job;
     job.rootfs = image.rootfs;
@@ -88,7 +88,7 @@ absl::Status CompileStdlib(const RunnableImage& image, const std::vector<StdlibD
     job.output = log_path;
     job.image_env = image.config.env;
     job.mounts = {{out, kJobOut, /*read_only=*/false}};
-    job.allow_unlimited = allow_unlimited;
+    job.loosening = loosening;
     absl::StatusOr<int> exit_code = run(job);
     absl::StatusOr<std::string> log = base::sys::ReadFile(log_path);
     std::string detail = log.ok() ? LastLine(*log) : "";
@@ -222,11 +222,11 @@ absl::Status CommitAndRecord(Store& store, const RunnableImage& image, const std
 // Steps 1-3 with `out` and `temp_root` as the scratch space; the caller cleans up.
 absl::StatusOr<Placed> BuildSteps(Store& store, const RunnableImage& image,
                                   const std::vector<StdlibDir>& stdlib, const SandboxRunner& run,
-                                  bool allow_unlimited, const std::string& out,
+                                  core::Loosening loosening, const std::string& out,
                                   const std::string& temp_root) {
   std::string key = BytecodeKey(image.manifest_digest);
   ZYGO_RETURN_IF_ERROR(base::sys::MakeDirectory(out, 0755));
-  ZYGO_RETURN_IF_ERROR(CompileStdlib(image, stdlib, out, out + ".log", run, allow_unlimited));
+  ZYGO_RETURN_IF_ERROR(CompileStdlib(image, stdlib, out, out + ".log", run, loosening));
   ZYGO_RETURN_IF_ERROR(LinkTree(image.rootfs, temp_root).status());
   ZYGO_ASSIGN_OR_RETURN(Placed placed,
                         PlacePyc(absl::StrCat(out, "/", kPycSubdir), temp_root, stdlib));
@@ -237,12 +237,11 @@ absl::StatusOr<Placed> BuildSteps(Store& store, const RunnableImage& image,
 
 absl::StatusOr<BytecodeRoot> Build(Store& store, const RunnableImage& image,
                                    const std::vector<StdlibDir>& stdlib, const SandboxRunner& run,
-                                   bool allow_unlimited) {
+                                   core::Loosening loosening) {
   auto start = std::chrono::steady_clock::now();
   std::string out = store.TempPath("bytecode_out");
   std::string temp_root = store.TempPath("rootfs");
-  absl::StatusOr<Placed> placed =
-      BuildSteps(store, image, stdlib, run, allow_unlimited, out, temp_root);
+  absl::StatusOr<Placed> placed = BuildSteps(store, image, stdlib, run, loosening, out, temp_root);
   // Best effort: whatever stays in tmp/ is pruned later.
   base::sys::RemoveTree(out).IgnoreError();
   base::sys::RemoveTree(out + ".log").IgnoreError();
@@ -318,7 +317,7 @@ std::string BytecodeReference(absl::string_view canonical, absl::string_view key
 absl::StatusOr<std::optional<BytecodeRoot>> EnsureBytecodeRoot(Store& store,
                                                                const RunnableImage& image,
                                                                const SandboxRunner& run,
-                                                               bool allow_unlimited) {
+                                                               core::Loosening loosening) {
   std::string key = BytecodeKey(image.manifest_digest);
   BytecodeRoot existing;
   existing.rootfs = store.RootfsPath(key);
@@ -328,7 +327,7 @@ absl::StatusOr<std::optional<BytecodeRoot>> EnsureBytecodeRoot(Store& store,
   if (stdlib.empty()) return std::optional<BytecodeRoot>();
   ZYGO_ASSIGN_OR_RETURN(UniqueFd lock, LockImageRoot(image.rootfs));
   if (store.HasRootfs(key)) return std::optional<BytecodeRoot>(existing);  // built meanwhile
-  ZYGO_ASSIGN_OR_RETURN(BytecodeRoot built, Build(store, image, stdlib, run, allow_unlimited));
+  ZYGO_ASSIGN_OR_RETURN(BytecodeRoot built, Build(store, image, stdlib, run, loosening));
   return std::optional<BytecodeRoot>(std::move(built));
 }
 

@@ -63,7 +63,7 @@ struct BytecodeRoot {
 absl::StatusOr<std::optional<BytecodeRoot>> EnsureBytecodeRoot(Store& store,
                                                                const RunnableImage& image,
                                                                const SandboxRunner& run,
-                                                               bool allow_unlimited = false);
+                                                               core::Loosening loosening = {});
 
 }  // namespace zygo::images
 

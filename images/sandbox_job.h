@@ -1,5 +1,5 @@
 // A job that image code runs inside a sandbox of an image's own root (compiling its
-// bytecode, building a venv), described without depending on core: the caller passes a
+// bytecode, building a venv), described with core's plain types only: the caller passes a
 // SandboxRunner, normally RunSandboxJob (images/build_sandbox.h, core's Plan and Launch).
 #ifndef ZYGO_IMAGES_SANDBOX_JOB_H_
 #define ZYGO_IMAGES_SANDBOX_JOB_H_
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/spec.h"
 
 namespace zygo::images {
 
@@ -30,8 +31,7 @@ struct SandboxJob {
   std::string output;
   int64_t timeout_ms = 600'000;  // generous: a slow disk must not fail a build
   int64_t memory_bytes = 1LL << 30;
-  bool allow_unlimited = false;  // as the user's own run allows
-  bool allow_host_net = false;   // as the user's own run allows (pip from an index)
+  core::Loosening loosening;  // as the user's own run allows (pip from an index: host net)
 };
 
 // Runs `job` to completion and returns its exit code. An error means it could not be

@@ -164,8 +164,7 @@ absl::Status BuildIn(const std::string& temp, const std::string& log_path,
   job.image_env = image.config.env;
   job.mounts = {{temp, kVenvMountpoint, /*read_only=*/false}};
   if (!request.find_links.empty()) job.mounts.push_back({request.find_links, kFindLinksMount});
-  job.allow_unlimited = request.allow_unlimited;
-  job.allow_host_net = request.allow_host_net;
+  job.loosening = request.loosening;
   job.output = log_path;  // never on the terminal of the run that asked for the venv
   absl::StatusOr<int> exit_code = run(job);
   absl::StatusOr<std::string> log = base::sys::ReadFile(log_path);

@@ -29,10 +29,9 @@ struct VenvRequest {
   std::string requirements;  // host path of the requirements file
   // Host directory of wheels and sdists for pip (--no-index --find-links), mounted
   // read-only at /tmp in the build sandbox; empty: pip's own configuration, which in a
-  // loopback-only sandbox finds nothing unless allow_host_net.
+  // loopback-only sandbox finds nothing unless the run may use the host's network.
   std::string find_links;
-  bool allow_unlimited = false;
-  bool allow_host_net = false;
+  core::Loosening loosening;  // the run's own
 };
 
 struct Venv {

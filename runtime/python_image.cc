@@ -16,11 +16,11 @@
 namespace zygo::runtime {
 
 std::string BytecodeRootOf(images::Store& store, const images::RunnableImage& image,
-                           bool allow_unlimited, bool verbose) {
+                           const core::Loosening& loosening, bool verbose) {
   const char* wanted = getenv("ZYGO_BYTECODE");
   if (wanted != nullptr && strcmp(wanted, "0") == 0) return image.rootfs;
   absl::StatusOr<std::optional<images::BytecodeRoot>> root =
-      images::EnsureBytecodeRoot(store, image, images::RunSandboxJob, allow_unlimited);
+      images::EnsureBytecodeRoot(store, image, images::RunSandboxJob, loosening);
   if (!root.ok()) {
     std::string why(root.status().message());
     std::replace(why.begin(), why.end(), '\n', ' ');
@@ -40,8 +40,7 @@ std::string BytecodeRootOf(images::Store& store, const images::RunnableImage& im
 absl::Status ApplyVenv(images::Store& store, const images::RunnableImage& image,
                        const std::string& rootfs, const VenvFiles& files, bool verbose,
                        core::Spec& spec) {
-  images::VenvRequest request{files.requirements, files.find_links, spec.allow_unlimited,
-                              spec.allow_host_net};
+  images::VenvRequest request{files.requirements, files.find_links, spec.loosening};
   absl::StatusOr<images::Venv> venv =
       images::EnsureVenv(store, image, rootfs, request, images::RunSandboxJob);
   if (!venv.ok()) return venv.status();

@@ -16,7 +16,7 @@ namespace zygo::runtime {
 // The image's bytecode root, or its own root when it needs none, when ZYGO_BYTECODE=0,
 // or when the build fails (one warning line on stderr). `verbose` reports a build.
 std::string BytecodeRootOf(images::Store& store, const images::RunnableImage& image,
-                           bool allow_unlimited, bool verbose);
+                           const core::Loosening& loosening, bool verbose);
 
 struct VenvFiles {
   std::string requirements;  // host path of the requirements file

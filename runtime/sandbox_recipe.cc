@@ -26,7 +26,7 @@ absl::StatusOr<std::optional<images::RunnableImage>> UseImage(const ImageSource&
   if (options.bytecode || !options.venv.requirements.empty()) {
     ZYGO_ASSIGN_OR_RETURN(images::Store store, images::Store::Open(images::Store::DefaultRoot()));
     if (options.bytecode) {
-      rootfs = BytecodeRootOf(store, image, spec.allow_unlimited, options.verbose);
+      rootfs = BytecodeRootOf(store, image, spec.loosening, options.verbose);
     }
     if (!options.venv.requirements.empty()) {
       ZYGO_RETURN_IF_ERROR(ApplyVenv(store, image, rootfs, options.venv, options.verbose, spec));

@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "core/base/errno_status.h"
 #include "core/base/status_macros.h"
+#include "core/loosening.h"
 #include "images/run_image.h"
 #include "runtime/sandbox_recipe.h"
 #include "supervisor/code_policy.h"
@@ -108,7 +109,7 @@ absl::StatusOr<ZygoteConfig> Function::BuildZygoteConfig() const {
     sandbox.argv.insert(sandbox.argv.end(), command.begin(), command.end());
   }
   sandbox.timeout_ms = spec_.timeout_ms;  // unused: the zygote has no deadline of its own
-  sandbox.allow_unlimited = host_->allow_unlimited;
+  if (host_->allow_unlimited) core::LooseningGrant::AllowUnlimited(sandbox.loosening);
   // The function's cgroup holds the zygote, its spares and every request in flight; each
   // request also has its own cgroup inside with the spec's limits.
   const int64_t slots = 1 + spec_.spares + host_->max_concurrency;

@@ -439,7 +439,7 @@ allow = ["api.example.com:443"]
   EXPECT_TRUE(sandbox.volumes[0].read_only);
   EXPECT_EQ(sandbox.workdir, "/code");
   EXPECT_EQ(sandbox.hostname, "zygo");
-  EXPECT_FALSE(sandbox.allow_host_net);
+  EXPECT_FALSE(sandbox.loosening.host_net());
 
   spec = Parse("name = \"p\"\nentry = \"handler.py:main\"\n");
   ASSERT_TRUE(spec.ok()) << spec.status();

@@ -102,7 +102,7 @@ absl::Status Zygote::Launch() {
       // The sandbox lives in a leaf, the requests in its siblings: cgroup v2 enables no
       // controller below a cgroup that holds processes itself (v1 would not mind).
       ZYGO_ASSIGN_OR_RETURN(zygote_cgroup_, cgroup_->CreateChild({}, "zygote-"));
-    } else if (!config_.sandbox.plan.spec.allow_unlimited) {
+    } else if (!config_.sandbox.plan.spec.loosening.unlimited()) {
       return made.status();
     }
   }
