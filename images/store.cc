@@ -1,12 +1,5 @@
-// The content-addressed image store: layout, atomic commits, images.json and pruning.
-//
-// images.json (version 1), replaced whole under the flock on <root>/lock:
-//   {"version": 1,
-//    "images": [{"reference": "docker.io/library/python:3.12-slim",
-//                "manifest_digest": "sha256:...", "config_digest": "sha256:...",
-//                "layer_digests": ["sha256:...", ...], "diff_ids": ["sha256:...", ...],
-//                "size_bytes": 123, "created_unix": 1700000000}, ...]}
-// A missing file means an empty store. Records keep the order they were first made in.
+// The content-addressed image store: layout, atomic commits, the image records
+// (internal/images_json.h) and pruning.
 #include "images/store.h"
 
 #include <errno.h>
@@ -37,17 +30,15 @@
 #include "core/base/sys/remove_tree.h"
 #include "core/base/unique_fd.h"
 #include "images/digest.h"
-#include "nlohmann/json.hpp"
+#include "images/internal/images_json.h"
 
 namespace zygo::images {
 namespace {
 
 namespace fs = std::filesystem;
-using Json = nlohmann::ordered_json;
 using base::UniqueFd;
 using base::sys::ProcessStartTime;
 
-constexpr int kImagesVersion = 1;
 constexpr int64_t kTempMaxAgeSeconds = 3600;
 constexpr const char* kKinds[] = {"blobs", "layers", "rootfs"};
 
@@ -148,56 +139,6 @@ absl::Status WriteFileDurably(const std::string& path, absl::string_view bytes) 
     bytes.remove_prefix(written);
   }
   return Fsync(fd, path);
-}
-
-Json RecordToJson(const ImageRecord& record) {
-  return Json{{"reference", record.reference},         {"manifest_digest", record.manifest_digest},
-              {"config_digest", record.config_digest}, {"layer_digests", record.layer_digests},
-              {"diff_ids", record.diff_ids},           {"size_bytes", record.size_bytes},
-              {"created_unix", record.created_unix}};
-}
-
-absl::Status ValidateRecord(const ImageRecord& record) {
-  if (record.reference.empty()) return absl::InvalidArgumentError("image record has no reference");
-  std::vector<std::string> digests = {record.manifest_digest, record.config_digest};
-  digests.insert(digests.end(), record.layer_digests.begin(), record.layer_digests.end());
-  digests.insert(digests.end(), record.diff_ids.begin(), record.diff_ids.end());
-  for (const std::string& digest : digests) {
-    absl::Status ok = ValidateDigest(digest);
-    if (!ok.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(record.reference, ": ", ok.message()));
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::vector<ImageRecord>> ParseImagesJson(const std::string& text,
-                                                         const std::string& path) {
-  std::vector<ImageRecord> records;
-  try {
-    Json json = Json::parse(text);
-    int version = json.at("version").get<int>();
-    if (version != kImagesVersion) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          path, " has version ", version, "; this zygo reads version ", kImagesVersion));
-    }
-    for (const Json& entry : json.at("images")) {
-      ImageRecord record;
-      record.reference = entry.at("reference").get<std::string>();
-      record.manifest_digest = entry.at("manifest_digest").get<std::string>();
-      record.config_digest = entry.at("config_digest").get<std::string>();
-      record.layer_digests = entry.at("layer_digests").get<std::vector<std::string>>();
-      record.diff_ids = entry.at("diff_ids").get<std::vector<std::string>>();
-      record.size_bytes = entry.at("size_bytes").get<int64_t>();
-      record.created_unix = entry.at("created_unix").get<int64_t>();
-      absl::Status ok = ValidateRecord(record);
-      if (!ok.ok()) return absl::DataLossError(absl::StrCat(path, " is damaged: ", ok.message()));
-      records.push_back(std::move(record));
-    }
-  } catch (const Json::exception& error) {
-    return absl::DataLossError(absl::StrCat(path, " is damaged: ", error.what()));
-  }
-  return records;
 }
 
 // <root>/<kind>/sha256/<hex>. An invalid digest maps to a name no valid digest has,
@@ -394,13 +335,10 @@ namespace {
 
 // Replaces images.json whole; the caller holds the store lock.
 absl::Status SaveRecords(const Store& store, const std::vector<ImageRecord>& records) {
-  Json images = Json::array();
-  for (const ImageRecord& record : records) images.push_back(RecordToJson(record));
-  Json json = {{"version", kImagesVersion}, {"images", std::move(images)}};
   base::sys::AtomicWriteOptions options;
   options.temp_path = store.TempPath("images.json");  // swept by Prune if a crash leaves it
   options.sync_directory = true;
-  return base::sys::WriteFileAtomically(store.root() + "/images.json", json.dump(2) + "\n",
+  return base::sys::WriteFileAtomically(store.root() + "/images.json", ImagesJsonText(records),
                                         options);
 }
 
