@@ -23,6 +23,7 @@
 #include "cli/doctor_proc_text.h"
 #include "core/base/errno_status.h"
 #include "core/base/helper_binary.h"
+#include "core/base/sys/wait_status.h"
 #include "net/network_helper.h"
 #include "net/sandbox_network_plan.h"
 
@@ -120,7 +121,7 @@ DoctorCheck JudgeTun(const absl::StatusOr<ChildOutcome>& outcome) {
   check.detail =
       !outcome.ok() ? absl::StrCat("not tried: ", outcome.status().message())
       : !outcome->reported
-          ? absl::StrCat("the child died: ", DescribeWaitStatus(outcome->wait_status))
+          ? absl::StrCat("the child died: ", base::sys::DescribeWaitStatus(outcome->wait_status))
       : outcome->report.step == kTunOpen
           ? absl::StrCat("open(/dev/net/tun, O_RDWR): ", base::ErrnoName(outcome->report.err))
           : absl::StrCat("ioctl(TUNSETIFF, a tap device) in a network namespace of its own: ",

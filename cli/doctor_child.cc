@@ -21,6 +21,7 @@
 #include "core/base/errno_status.h"
 #include "core/base/status_macros.h"
 #include "core/base/sys/process.h"
+#include "core/base/sys/wait_status.h"
 #include "core/base/unique_fd.h"
 #include "core/identity.h"
 
@@ -162,19 +163,9 @@ absl::StatusOr<ChildOutcome> RunChildAttempt(const ChildAttempt& attempt) {
   return outcome;
 }
 
-std::string DescribeWaitStatus(int wait_status) {
-  if (WIFEXITED(wait_status)) return absl::StrCat("exit ", WEXITSTATUS(wait_status));
-  if (WIFSIGNALED(wait_status)) {
-    const char* name = sigabbrev_np(WTERMSIG(wait_status));
-    return name != nullptr ? absl::StrCat("killed by SIG", name)
-                           : absl::StrCat("killed by signal ", WTERMSIG(wait_status));
-  }
-  return absl::StrCat("wait status ", wait_status);
-}
-
 std::string DescribeUnreported(const ChildOutcome& outcome) {
   if (outcome.timed_out) return "gave no report in time and was killed";
-  return absl::StrCat("died: ", DescribeWaitStatus(outcome.wait_status));
+  return absl::StrCat("died: ", base::sys::DescribeWaitStatus(outcome.wait_status));
 }
 
 std::optional<std::string> AttemptFailure(const absl::StatusOr<ChildOutcome>& outcome,

@@ -58,10 +58,6 @@ struct ChildOutcome {
 // the caller must be single-threaded (the child runs code copied from it).
 absl::StatusOr<ChildOutcome> RunChildAttempt(const ChildAttempt& attempt);
 
-// The text of a record the child could not fill (died, timed out): "killed by SIGSYS",
-// "exit 99". Parent side.
-std::string DescribeWaitStatus(int wait_status);
-
 // Why an outcome has no report: "gave no report in time and was killed", or "died: ...".
 std::string DescribeUnreported(const ChildOutcome& outcome);
 

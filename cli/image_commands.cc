@@ -11,11 +11,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "core/base/helper_binary.h"
 #include "core/base/status_macros.h"
 #include "images/reference.h"
 #include "images/store.h"
 #include "images/venv_cache.h"
+#include "runtime/image_pull.h"
 
 namespace zygo::cli {
 namespace {
@@ -32,10 +32,6 @@ std::string HumanSize(int64_t bytes) {
   if (bytes >= (1LL << 30)) return absl::StrFormat("%.1fGB", bytes / 1e9);
   if (bytes >= (1LL << 20)) return absl::StrFormat("%.1fMB", bytes / 1e6);
   return absl::StrFormat("%.1fkB", bytes / 1e3);
-}
-
-absl::StatusOr<std::string> ImageToolPath() {
-  return base::FindHelperBinary("zygo-image", "cli", "the pull/load/login tool");
 }
 
 }  // namespace
@@ -107,7 +103,7 @@ int ImagePruneCommand(int argc, char** argv) {
 }
 
 int ForwardToImageTool(const char* command, int argc, char** argv) {
-  absl::StatusOr<std::string> tool = ImageToolPath();
+  absl::StatusOr<std::string> tool = runtime::ImageToolPath();
   if (!tool.ok()) return Fail(tool.status());
   std::vector<char*> args = {tool->data(), const_cast<char*>(command)};
   for (int i = 0; i < argc; ++i) args.push_back(argv[i]);

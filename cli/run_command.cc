@@ -39,7 +39,7 @@ absl::Status UseRunImage(RunOptions& options, bool verbose) {
   image.bytecode = true;
   image.venv = {options.requirements, options.find_links};
   image.verbose = verbose;
-  return runtime::UseImage(options.image, image, options.spec).status();
+  return runtime::UseImage(options.image, image, options.spec);
 }
 
 // --explain-denials: one line naming every refused call, with how many times.
@@ -88,8 +88,7 @@ core::CgroupChoice DescribeCgroups(
 
 void PrintPlanText(const core::Plan& plan, const core::CgroupChoice& cgroup) {
   const core::Spec& spec = plan.spec;
-  printf("image      %s\ncommand   ",
-         (spec.image_name.empty() ? spec.root.Describe() : spec.image_name).c_str());
+  printf("image      %s\ncommand   ", spec.ImageLabel().c_str());
   for (const std::string& arg : spec.argv) printf(" %s", arg.c_str());
   printf("\nworkdir    %s\nuser       %u:%u (host %u:%u)\n", spec.workdir.c_str(),
          plan.identity.uid, plan.identity.gid, plan.identity.host_uid, plan.identity.host_gid);

@@ -136,7 +136,7 @@ struct ImageRoot {
 absl::StatusOr<ImageRoot> ResolveImage(const Spec& spec) {
   if (spec.root.host()) return ImageRoot{true, ""};
   const std::string& dir = spec.root.directory;
-  const std::string name = spec.image_name.empty() ? spec.root.Describe() : spec.image_name;
+  const std::string name = spec.ImageLabel();
   if (dir.empty() || dir[0] != '/') {
     return absl::InvalidArgumentError(
         absl::StrCat("image '", name, "': dir: needs an absolute path"));

@@ -94,7 +94,7 @@ std::string PlanToJson(const Plan& plan, const CgroupChoice& cgroup) {
   Json rlimits = Json::object();
   for (const Rlimit& limit : plan.rlimits) rlimits[limit.name] = {limit.soft, limit.hard};
   Json json = {
-      {"image", spec.image_name.empty() ? spec.root.Describe() : spec.image_name},
+      {"image", spec.ImageLabel()},
       {"argv", spec.argv},
       {"exec_candidates", plan.exec_candidates},
       {"env", plan.env},

@@ -88,6 +88,7 @@ struct Spec {
   // What the user called the image, for --dry-run and errors (an OCI reference, whose
   // root is a directory in the store); empty: root.Describe().
   std::string image_name;
+  std::string ImageLabel() const { return image_name.empty() ? root.Describe() : image_name; }
   std::string workdir = "/";
   std::vector<VolumeSpec> volumes;
   std::string hostname = "zygo";

@@ -18,8 +18,7 @@ namespace {
 // Runs zygo-image with `args`; its report goes to stderr, as stdout belongs to the
 // command that runs next.
 absl::Status RunImageTool(const std::vector<std::string>& args) {
-  ZYGO_ASSIGN_OR_RETURN(std::string tool,
-                        base::FindHelperBinary("zygo-image", "cli", "the pull/load/login tool"));
+  ZYGO_ASSIGN_OR_RETURN(std::string tool, ImageToolPath());
   std::vector<char*> argv = {tool.data()};
   for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
@@ -39,10 +38,14 @@ absl::Status RunImageTool(const std::vector<std::string>& args) {
 
 }  // namespace
 
-absl::StatusOr<images::RunnableImage> FindOrPullImage(const images::Reference& reference,
+absl::StatusOr<std::string> ImageToolPath() {
+  return base::FindHelperBinary("zygo-image", "cli", "the pull/load/login tool");
+}
+
+absl::StatusOr<images::RunnableImage> FindOrPullImage(const images::Store& store,
+                                                      const images::Reference& reference,
                                                       const std::string& text,
                                                       const PullOptions& options) {
-  ZYGO_ASSIGN_OR_RETURN(images::Store store, images::Store::Open(images::Store::DefaultRoot()));
   if (options.policy != PullPolicy::kAlways) {
     ZYGO_ASSIGN_OR_RETURN(std::optional<images::RunnableImage> found,
                           images::FindRunnableImage(store, reference));

@@ -7,6 +7,7 @@
 #include "absl/status/statusor.h"
 #include "images/reference.h"
 #include "images/run_image.h"
+#include "images/store.h"
 
 namespace zygo::runtime {
 
@@ -19,10 +20,14 @@ struct PullOptions {
   std::string when_missing;
 };
 
-// The stored image `reference` names (`text` as the user wrote it). A pull runs
+// zygo-image (pull, load, login), beside this binary.
+absl::StatusOr<std::string> ImageToolPath();
+
+// The image `reference` names in `store` (`text` as the user wrote it). A pull runs
 // `zygo-image pull`, whose progress goes to this process's stderr; an empty error message
 // means zygo-image already printed why it failed.
-absl::StatusOr<images::RunnableImage> FindOrPullImage(const images::Reference& reference,
+absl::StatusOr<images::RunnableImage> FindOrPullImage(const images::Store& store,
+                                                      const images::Reference& reference,
                                                       const std::string& text,
                                                       const PullOptions& options);
 

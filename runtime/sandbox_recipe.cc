@@ -12,29 +12,22 @@
 
 namespace zygo::runtime {
 
-absl::StatusOr<std::optional<images::RunnableImage>> UseImage(const ImageSource& source,
-                                                              const ImageOptions& options,
-                                                              core::Spec& spec) {
+absl::Status UseImage(const ImageSource& source, const ImageOptions& options, core::Spec& spec) {
   spec.image_name = source.text;
   if (!source.oci()) {
     spec.root = source.BuiltInRoot();
-    return std::optional<images::RunnableImage>();
+    return absl::OkStatus();
   }
+  ZYGO_ASSIGN_OR_RETURN(images::Store store, images::Store::Open(images::Store::DefaultRoot()));
   ZYGO_ASSIGN_OR_RETURN(images::RunnableImage image,
-                        FindOrPullImage(source.reference, source.text, options.pull));
+                        FindOrPullImage(store, source.reference, source.text, options.pull));
   std::string rootfs = image.rootfs;
-  if (options.bytecode || !options.venv.requirements.empty()) {
-    ZYGO_ASSIGN_OR_RETURN(images::Store store, images::Store::Open(images::Store::DefaultRoot()));
-    if (options.bytecode) {
-      rootfs = BytecodeRootOf(store, image, spec.loosening, options.verbose);
-    }
-    if (!options.venv.requirements.empty()) {
-      ZYGO_RETURN_IF_ERROR(ApplyVenv(store, image, rootfs, options.venv, options.verbose, spec));
-    }
+  if (options.bytecode) rootfs = BytecodeRootOf(store, image, spec.loosening, options.verbose);
+  if (!options.venv.requirements.empty()) {
+    ZYGO_RETURN_IF_ERROR(ApplyVenv(store, image, rootfs, options.venv, options.verbose, spec));
   }
   spec.root = core::RootFs::Directory(rootfs);
-  ZYGO_RETURN_IF_ERROR(ApplyImageConfig(image, options.caller, spec));
-  return std::optional<images::RunnableImage>(std::move(image));
+  return ApplyImageConfig(image, options.caller, spec);
 }
 
 NetworkHost NetworkHostFromEnvironment() {

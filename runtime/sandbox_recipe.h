@@ -40,11 +40,9 @@ struct ImageOptions {
 };
 
 // Sets spec.root and spec.image_name; for an OCI image also its Env, WorkingDir, User,
-// command and /venv as `options` say. Returns the OCI image used (nullopt for host and
-// dir:), whose root in the store is ours to prepare (a function's mountpoints).
-absl::StatusOr<std::optional<images::RunnableImage>> UseImage(const ImageSource& source,
-                                                              const ImageOptions& options,
-                                                              core::Spec& spec);
+// command and /venv as `options` say. An OCI image's root is in the store, ours to
+// prepare (a function's mountpoints); a dir: root is the user's and never written.
+absl::Status UseImage(const ImageSource& source, const ImageOptions& options, core::Spec& spec);
 
 // Where the network's parts are on this host. Empty fields take the defaults: zygo-net
 // found beside this binary, /usr/bin/pasta, the host's resolv.conf.

@@ -50,13 +50,15 @@ absl::Status UseFunctionImage(const FunctionSpec& function, core::Spec* sandbox)
   options.pull = {runtime::PullPolicy::kNever, true,
                   absl::StrCat(": run `zygo pull ", function.image.text, "` first")};
   options.caller.command_is_the_images = function.runtime == Runtime::kExec;
-  absl::StatusOr<std::optional<images::RunnableImage>> image =
-      runtime::UseImage(function.image, options, *sandbox);
-  if (!image.ok()) {
-    return absl::Status(image.status().code(),
-                        absl::StrCat(function.origin, ": ", image.status().message()));
+  absl::Status used = runtime::UseImage(function.image, options, *sandbox);
+  if (!used.ok()) {
+    // Missing from the store is still FailedPrecondition here: the function exists, so a
+    // caller must not read NotFound as "no such function".
+    const absl::StatusCode code =
+        absl::IsNotFound(used) ? absl::StatusCode::kFailedPrecondition : used.code();
+    return absl::Status(code, absl::StrCat(function.origin, ": ", used.message()));
   }
-  if (image->has_value()) ZYGO_RETURN_IF_ERROR(EnsureMountpoints(sandbox->root.directory));
+  if (function.image.oci()) ZYGO_RETURN_IF_ERROR(EnsureMountpoints(sandbox->root.directory));
   return absl::OkStatus();
 }
 

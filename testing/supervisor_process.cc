@@ -24,6 +24,7 @@
 #include "core/base/helper_binary.h"
 #include "core/base/status_macros.h"
 #include "core/base/sys/remove_tree.h"
+#include "core/base/sys/wait_status.h"
 
 extern char** environ;
 
@@ -31,12 +32,6 @@ namespace zygo::testing {
 namespace {
 
 constexpr auto kHealthDeadline = std::chrono::seconds(30);
-
-std::string DescribeWaitStatus(int status) {
-  if (WIFEXITED(status)) return absl::StrCat("exited ", WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return absl::StrCat("was killed by signal ", WTERMSIG(status));
-  return absl::StrCat("ended with wait status ", status);
-}
 
 }  // namespace
 
@@ -129,7 +124,8 @@ absl::Status SupervisorProcess::WaitHealthy() {
     int status = 0;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
-      return absl::UnavailableError(absl::StrCat("the supervisor ", DescribeWaitStatus(status),
+      return absl::UnavailableError(absl::StrCat("the supervisor ",
+                                                 base::sys::DescribeWaitStatus(status),
                                                  " before it was healthy; its log:\n", LogTail()));
     }
     last = api_.Call({"GET", "/v1/health"}).status();
@@ -167,7 +163,8 @@ absl::Status SupervisorProcess::Stop(std::chrono::seconds grace) {
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
       if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return absl::OkStatus();
-      return absl::InternalError(absl::StrCat("the supervisor ", DescribeWaitStatus(status),
+      return absl::InternalError(absl::StrCat("the supervisor ",
+                                              base::sys::DescribeWaitStatus(status),
                                               " when stopped; its log:\n", LogTail()));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

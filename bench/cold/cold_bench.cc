@@ -24,6 +24,7 @@
 #include "bench/common/timed_spawn.h"
 #include "core/base/errno_status.h"
 #include "core/base/status_macros.h"
+#include "core/base/sys/wait_status.h"
 
 namespace zygo::bench {
 namespace {
@@ -81,7 +82,7 @@ absl::StatusOr<double> RunOnce(const ColdCase& c, int round, int warmup) {
   }
   if (!WIFEXITED(run->wait_status) || WEXITSTATUS(run->wait_status) != 0) {
     return absl::AbortedError(
-        absl::StrCat(label, " ", DescribeWaitStatus(run->wait_status),
+        absl::StrCat(label, " ", base::sys::DescribeWaitStatus(run->wait_status),
                      "; a failing run is never averaged in, so the bench stops here.\n"
                      "  Repeat it by hand to see its error: ",
                      CommandLine(c.command)));

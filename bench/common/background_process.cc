@@ -16,7 +16,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/base/errno_status.h"
-#include "core/base/sys/atomic_write.h"
 #include "core/base/unique_fd.h"
 
 extern char** environ;
@@ -102,10 +101,6 @@ std::string FileTail(const std::string& path, size_t bytes) {
   text << file.rdbuf();
   std::string all = text.str();
   return all.size() > bytes ? all.substr(all.size() - bytes) : all;
-}
-
-absl::Status WriteTextFile(const std::string& path, const std::string& text) {
-  return base::sys::WriteFileAtomically(path, text);
 }
 
 }  // namespace zygo::bench

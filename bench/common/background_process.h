@@ -31,9 +31,6 @@ absl::StatusOr<int> StopBackground(pid_t pid, int grace_ms);
 // The last `bytes` of a text file ("" when unreadable), for error messages.
 std::string FileTail(const std::string& path, size_t bytes);
 
-// Writes `text` to `path`, replacing it atomically.
-absl::Status WriteTextFile(const std::string& path, const std::string& text);
-
 }  // namespace zygo::bench
 
 #endif  // ZYGO_BENCH_COMMON_BACKGROUND_PROCESS_H_

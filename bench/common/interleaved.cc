@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/base/status_macros.h"
+#include "core/base/sys/wait_status.h"
 
 namespace zygo::bench {
 namespace {
@@ -28,7 +29,7 @@ absl::StatusOr<double> RunStep(const TimedStep& step, int deadline_ms, const std
   }
   if (!WIFEXITED(run->wait_status) || WEXITSTATUS(run->wait_status) != 0) {
     return absl::AbortedError(
-        absl::StrCat(label, ", ", step.name, " ", DescribeWaitStatus(run->wait_status),
+        absl::StrCat(label, ", ", step.name, " ", base::sys::DescribeWaitStatus(run->wait_status),
                      "; a failing run is never averaged in, so the bench stops here.\n"
                      "  Repeat it by hand to see its error: ",
                      step.shown));

@@ -13,6 +13,7 @@
 #include "core/base/errno_status.h"
 #include "core/base/status_macros.h"
 #include "core/base/sys/process.h"
+#include "core/base/sys/wait_status.h"
 #include "core/base/unique_fd.h"
 
 extern char** environ;
@@ -139,14 +140,6 @@ absl::StatusOr<TimedRun> RunTimed(const Command& command, int deadline_ms) {
   return TimedRun{status, NowMs() - start};
 }
 
-std::string DescribeWaitStatus(int wait_status) {
-  if (WIFEXITED(wait_status)) return absl::StrCat("exited ", WEXITSTATUS(wait_status));
-  if (WIFSIGNALED(wait_status)) {
-    return absl::StrCat("killed by signal ", WTERMSIG(wait_status));
-  }
-  return absl::StrCat("ended with wait status ", wait_status);
-}
-
 absl::StatusOr<std::string> CaptureStdout(const Command& command) {
   ZYGO_ASSIGN_OR_RETURN(base::UniqueFd null_fd, OpenDevNull());
   int fds[2];
@@ -168,7 +161,7 @@ absl::StatusOr<std::string> CaptureStdout(const Command& command) {
   ZYGO_ASSIGN_OR_RETURN(int status, Reap(pid));
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     return absl::InternalError(
-        absl::StrCat(CommandLine(command), ": ", DescribeWaitStatus(status)));
+        absl::StrCat(CommandLine(command), ": ", base::sys::DescribeWaitStatus(status)));
   }
   return out;
 }

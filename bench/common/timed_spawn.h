@@ -32,9 +32,6 @@ struct TimedRun {
 // made or awaited; a command that ran and failed is a TimedRun with its status.
 absl::StatusOr<TimedRun> RunTimed(const Command& command, int deadline_ms);
 
-// "exited 0", "exited 3", "killed by signal 9".
-std::string DescribeWaitStatus(int wait_status);
-
 // Runs `command` untimed and returns its stdout (stderr to /dev/null), e.g. for
 // `bwrap --version`. An error unless it exits 0.
 absl::StatusOr<std::string> CaptureStdout(const Command& command);

@@ -18,6 +18,7 @@
 #include "bench/common/stats.h"
 #include "core/base/errno_status.h"
 #include "core/base/status_macros.h"
+#include "core/base/sys/atomic_write.h"
 #include "nlohmann/json.hpp"
 
 namespace zygo::bench {
@@ -202,7 +203,7 @@ absl::StatusOr<NetWarmSamples> MeasureNetWarm(SupervisorSession& session, int ro
   if (mkdir(code_dir.c_str(), 0755) != 0 && errno != EEXIST) {
     return base::ErrnoStatus(errno, absl::StrCat("mkdir(", code_dir, ")"));
   }
-  ZYGO_RETURN_IF_ERROR(WriteTextFile(code_dir + "/handler.py", kHandler));
+  ZYGO_RETURN_IF_ERROR(base::sys::WriteFileAtomically(code_dir + "/handler.py", kHandler));
   NetWarmSamples samples;
   const std::vector<std::string>& modes = Modes();
   for (int round = 0; round < warmup + rounds; ++round) {

@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "bench/common/timed_spawn.h"
 #include "core/base/status_macros.h"
+#include "core/base/sys/wait_status.h"
 
 namespace zygo::bench {
 namespace {
@@ -90,7 +91,7 @@ LocalRegistry::~LocalRegistry() {
   absl::StatusOr<TimedRun> run = RunTimed(stop, kStopDeadlineMs);
   if (!run.ok() || run->wait_status != 0) {
     fprintf(stderr, "zygo bench: could not stop the registry: %s %s\n", CommandLine(stop).c_str(),
-            run.ok() ? DescribeWaitStatus(run->wait_status).c_str()
+            run.ok() ? base::sys::DescribeWaitStatus(run->wait_status).c_str()
                      : std::string(run.status().message()).c_str());
   }
 }

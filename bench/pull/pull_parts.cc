@@ -22,6 +22,7 @@
 #include "core/base/status_macros.h"
 #include "core/base/sys/fs.h"
 #include "core/base/sys/remove_tree.h"
+#include "core/base/sys/wait_status.h"
 #include "images/reference.h"
 #include "images/run_image.h"
 #include "images/store.h"
@@ -40,8 +41,8 @@ constexpr int kLogWaitMs = 5'000;
 absl::StatusOr<double> RunSetUp(const Command& command, const std::string& what) {
   absl::StatusOr<TimedRun> run = RunTimed(command, kPullDeadlineMs);
   if (!run.ok() || run->wait_status != 0) {
-    std::string why =
-        run.ok() ? DescribeWaitStatus(run->wait_status) : std::string(run.status().message());
+    std::string why = run.ok() ? base::sys::DescribeWaitStatus(run->wait_status)
+                               : std::string(run.status().message());
     return absl::AbortedError(
         absl::StrCat(what, ": ", why, "; repeat it by hand to see why: ", CommandLine(command)));
   }

@@ -17,6 +17,7 @@
 #include "bench/warm/warm_setup.h"
 #include "core/base/errno_status.h"
 #include "core/base/status_macros.h"
+#include "core/base/sys/atomic_write.h"
 
 namespace zygo::bench {
 namespace {
@@ -108,7 +109,7 @@ absl::StatusOr<int> Measure(const WarmOptions& options, SupervisorSession& sessi
   // The entry file must exist when the function is registered.
   if (mkdir(dir.c_str(), 0755) != 0)
     return base::ErrnoStatus(errno, absl::StrCat("mkdir(", dir, ")"));
-  ZYGO_RETURN_IF_ERROR(WriteTextFile(dir + "/script.py", EmbedScriptSource()));
+  ZYGO_RETURN_IF_ERROR(base::sys::WriteFileAtomically(dir + "/script.py", EmbedScriptSource()));
   ZYGO_RETURN_IF_ERROR(RegisterFunction(*session.api, dir, "", {"embed", "script.py:main"}));
   ZYGO_ASSIGN_OR_RETURN(std::string zygo, MeasuredZygo(""));
   ZYGO_ASSIGN_OR_RETURN(double warm_ms, WaitWarm(*session.api, "embed", 0, nullptr));

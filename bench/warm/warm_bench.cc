@@ -20,6 +20,7 @@
 #include "bench/warm/warm_report.h"
 #include "bench/warm/warm_setup.h"
 #include "core/base/status_macros.h"
+#include "core/base/sys/atomic_write.h"
 
 namespace zygo::bench {
 namespace {
@@ -128,7 +129,7 @@ absl::Status MaybeDump(const std::string& path, const std::vector<DumpedRun>& ru
     if (!run.result->sent_ns.empty()) origin = std::min(origin, run.result->sent_ns.front());
   }
   ZYGO_ASSIGN_OR_RETURN(std::string csv, FormatRequestDump(runs, origin));
-  ZYGO_RETURN_IF_ERROR(WriteTextFile(path, csv));
+  ZYGO_RETURN_IF_ERROR(base::sys::WriteFileAtomically(path, csv));
   // The origin on CLOCK_MONOTONIC lines the file up with a trace (ftrace's "mono" clock).
   printf("every request: %s (sent_s counts from CLOCK_MONOTONIC %.6f s)\n", path.c_str(),
          origin / 1e9);

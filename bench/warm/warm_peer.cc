@@ -12,6 +12,8 @@
 #include "bench/warm/prefork_peer_source.h"
 #include "core/base/errno_status.h"
 #include "core/base/status_macros.h"
+#include "core/base/sys/atomic_write.h"
+#include "core/base/sys/wait_status.h"
 #include "sdk/cpp/zygo/api_connection.h"
 
 namespace zygo::bench {
@@ -31,7 +33,7 @@ absl::StatusOr<std::unique_ptr<PreforkPeer>> PreforkPeer::Start(const std::strin
   }
   std::unique_ptr<PreforkPeer> peer(new PreforkPeer(dir));
   const std::string script = dir + "/prefork_peer.py";
-  ZYGO_RETURN_IF_ERROR(WriteTextFile(script, kPreforkPeerSource));
+  ZYGO_RETURN_IF_ERROR(base::sys::WriteFileAtomically(script, kPreforkPeerSource));
   unlink(peer->socket_.c_str());
   const std::string log = dir + "/peer.log";
   ZYGO_ASSIGN_OR_RETURN(
@@ -40,9 +42,9 @@ absl::StatusOr<std::unique_ptr<PreforkPeer>> PreforkPeer::Start(const std::strin
     int status = 0;
     if (!StillRunning(peer->pid_, &status)) {
       peer->pid_ = -1;
-      return absl::UnavailableError(absl::StrCat("the prefork peer ", DescribeWaitStatus(status),
-                                                 " before it was ready; its log:\n",
-                                                 FileTail(log, 2000)));
+      return absl::UnavailableError(
+          absl::StrCat("the prefork peer ", base::sys::DescribeWaitStatus(status),
+                       " before it was ready; its log:\n", FileTail(log, 2000)));
     }
     if (sdk::ConnectUnixSocket(peer->socket_).ok()) return peer;
     usleep(5'000);

@@ -15,6 +15,7 @@
 #include "bench/common/process_tree.h"
 #include "core/base/errno_status.h"
 #include "core/base/status_macros.h"
+#include "core/base/sys/atomic_write.h"
 
 namespace zygo::bench {
 namespace {
@@ -95,7 +96,7 @@ absl::Status RegisterFunction(sdk::ApiConnection& api, const std::string& dir,
     return base::ErrnoStatus(errno, absl::StrCat("mkdir(", dir, ")"));
   }
   if (!handler_source.empty()) {
-    ZYGO_RETURN_IF_ERROR(WriteTextFile(dir + "/handler.py", handler_source));
+    ZYGO_RETURN_IF_ERROR(base::sys::WriteFileAtomically(dir + "/handler.py", handler_source));
   }
   const std::string target = absl::StrCat("/v1/functions?origin=", sdk::EscapeQueryValue(spec.name),
                                           ".toml&base_dir=", sdk::EscapeQueryValue(dir));

@@ -59,6 +59,8 @@ TEST_F(AtomicWriteTest, AFailureLeavesTheOldFileAndNoTemp) {
   EXPECT_FALSE(refused.ok());
   EXPECT_NE(refused.message().find("rename("), std::string::npos) << refused;
   EXPECT_EQ(*ReadFile(path), "old");
+  struct stat st;
+  EXPECT_EQ(stat((target + "/inside").c_str(), &st), 0) << "what stood at the path is intact";
   std::vector<std::string> entries = Entries();
   std::sort(entries.begin(), entries.end());
   EXPECT_EQ(entries, (std::vector<std::string>{"a-dir", "kept"}));

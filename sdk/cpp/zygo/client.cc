@@ -5,10 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "absl/strings/str_cat.h"
+#include "core/base/sys/fs.h"
 #include "nlohmann/json.hpp"
 #include "sdk/cpp/zygo/socket_path.h"
 
@@ -71,11 +69,11 @@ absl::StatusOr<Function> Client::Up(absl::string_view toml, absl::string_view ba
 }
 
 absl::StatusOr<Function> Client::UpFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file)
-    return absl::InvalidArgumentError(absl::StrCat("cannot read ", path, ": ", strerror(errno)));
-  std::ostringstream toml;
-  toml << file.rdbuf();
+  absl::StatusOr<std::string> toml = base::sys::ReadFile(path);
+  if (!toml.ok()) {
+    const int err = base::sys::ErrnoOf(toml.status()).value_or(EIO);
+    return absl::InvalidArgumentError(absl::StrCat("cannot read ", path, ": ", strerror(err)));
+  }
   const size_t slash = path.rfind('/');
   std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
   if (dir.empty()) dir = "/";
@@ -83,7 +81,7 @@ absl::StatusOr<Function> Client::UpFile(const std::string& path) {
   if (realpath(dir.c_str(), base_dir) == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("cannot resolve ", dir, ": ", strerror(errno)));
   }
-  return Up(toml.str(), base_dir, path.substr(slash + 1));  // npos + 1 == 0
+  return Up(*toml, base_dir, path.substr(slash + 1));  // npos + 1 == 0
 }
 
 absl::Status Client::Down(absl::string_view name) {
