@@ -18,6 +18,7 @@
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "testing/harness.h"
+#include "testing/test_dir.h"
 
 namespace zygo::testing {
 namespace {
@@ -44,9 +45,7 @@ std::string BuildImage(const std::string& name) {
 class ImageCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    store_ = absl::StrCat(getenv("TEST_TMPDIR"), "/store-",
-                          ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(store_);
+    store_ = FreshTestDir("store-");
     options_.env = {"ZYGO_HOME=" + store_};
     options_.want_outcome = false;
   }

@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "testing/harness.h"
+#include "testing/test_dir.h"
 
 namespace zygo::testing {
 namespace {
@@ -87,10 +88,7 @@ with zipfile.ZipFile(out + '/tinypkg-1.0-py3-none-any.whl', 'w') as wheel:
 class PythonImageCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    scratch_ = absl::StrCat(getenv("TEST_TMPDIR"), "/",
-                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(scratch_);
-    fs::create_directories(scratch_);
+    scratch_ = FreshTestDir();
     store_ = scratch_ + "/store";
     options_.env = {"ZYGO_HOME=" + store_};
     options_.want_outcome = false;

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/sys/remove_tree.h"
 #include "gtest/gtest.h"
+#include "testing/test_dir.h"
 
 namespace zygo::images {
 namespace {
@@ -21,9 +22,7 @@ namespace fs = std::filesystem;
 class LinkTreeTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = absl::StrCat(getenv("TEST_TMPDIR"), "/",
-                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
+    dir_ = zygo::testing::FreshTestDir();
     fs::create_directories(dir_ + "/src");
   }
   void Write(const std::string& rel, const std::string& text) {

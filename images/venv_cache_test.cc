@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
+#include "testing/test_dir.h"
 
 namespace zygo::images {
 namespace {
@@ -43,9 +44,7 @@ const JobMount* MountAt(const SandboxJob& job, const std::string& sandbox) {
 class VenvCache : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = absl::StrCat(getenv("TEST_TMPDIR"), "/",
-                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
+    dir_ = zygo::testing::FreshTestDir();
     absl::StatusOr<Store> store = Store::Open(dir_ + "/store");
     ASSERT_TRUE(store.ok()) << store.status();
     store_.emplace(std::move(*store));

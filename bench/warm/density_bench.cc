@@ -184,31 +184,26 @@ absl::StatusOr<int> Report(const WarmOptions& options, const std::vector<PssTota
 }  // namespace
 
 int RunDensityBench(int argc, char** argv) {
-  absl::StatusOr<WarmOptions> options = ParseWarmFlags(WarmBenchKind::kDensity, argc, argv);
-  if (!options.ok()) return FailBench(kBench, options.status());
-  if (options->help) {
-    fputs(WarmUsage(WarmBenchKind::kDensity), stdout);
-    return 0;
-  }
-  absl::StatusOr<std::string> binary = FindSupervisorBinary(options->supervisor);
-  if (!binary.ok()) return FailBench(kBench, binary.status());
-  PrintHost(*options, *binary);
-  printf(
-      "method: PSS (Pss of /proc/PID/smaps_rollup) summed over every descendant of the "
-      "supervisor (its sandboxes' processes: zygotes, spares, sandbox inits), read once the "
-      "process tree stopped changing, median of three reads; warm functions: N functions, "
-      "each its own handler.py (sixteen imports, a distinct constant), each called once; "
-      "pool: one runtime pool (same imports preloaded) holding N distinct scripts, each called "
-      "once; a fresh supervisor for each; spares 2 everywhere\n");
-  fflush(stdout);
-  absl::StatusOr<std::vector<PssTotal>> functions = MeasureFunctions(*options, *binary);
-  if (!functions.ok()) return FailBench(kBench, functions.status());
-  absl::StatusOr<std::vector<PssTotal>> pool = MeasurePool(*options, *binary);
-  if (!pool.ok()) return FailBench(kBench, pool.status());
-  absl::StatusOr<int> failed = Report(*options, *functions, *pool);
-  if (!failed.ok()) return FailBench(kBench, failed.status());
-  fflush(stdout);
-  return options->strict && *failed > 0 ? 1 : 0;
+  return RunWarmPathBench(
+      WarmBenchKind::kDensity, kBench, argc, argv,
+      [](const WarmOptions& options, const std::string& binary, const HostInfo&) {
+        printf(
+            "method: PSS (Pss of /proc/PID/smaps_rollup) summed over every descendant of the "
+            "supervisor (its sandboxes' processes: zygotes, spares, sandbox inits), read once "
+            "the process tree stopped changing, median of three reads; warm functions: N "
+            "functions, each its own handler.py (sixteen imports, a distinct constant), each "
+            "called once; pool: one runtime pool (same imports preloaded) holding N distinct "
+            "scripts, each called once; a fresh supervisor for each; spares 2 everywhere\n");
+        fflush(stdout);
+        absl::StatusOr<std::vector<PssTotal>> functions = MeasureFunctions(options, binary);
+        if (!functions.ok()) return FailBench(kBench, functions.status());
+        absl::StatusOr<std::vector<PssTotal>> pool = MeasurePool(options, binary);
+        if (!pool.ok()) return FailBench(kBench, pool.status());
+        absl::StatusOr<int> failed = Report(options, *functions, *pool);
+        if (!failed.ok()) return FailBench(kBench, failed.status());
+        fflush(stdout);
+        return options.strict && *failed > 0 ? 1 : 0;
+      });
 }
 
 }  // namespace zygo::bench

@@ -132,24 +132,19 @@ absl::StatusOr<int> Measure(const WarmOptions& options, SupervisorSession& sessi
 }  // namespace
 
 int RunEmbedBench(int argc, char** argv) {
-  absl::StatusOr<WarmOptions> options = ParseWarmFlags(WarmBenchKind::kEmbed, argc, argv);
-  if (!options.ok()) return FailBench(kBench, options.status());
-  if (options->help) {
-    fputs(WarmUsage(WarmBenchKind::kEmbed), stdout);
-    return 0;
-  }
-  absl::StatusOr<std::string> binary = FindSupervisorBinary(options->supervisor);
-  if (!binary.ok()) return FailBench(kBench, binary.status());
-  HostInfo host = PrintHost(*options, *binary);
-  if (!host.bwrap_found) {
-    return FailBench(kBench, absl::NotFoundError(
-                                 absl::StrCat("no peer: bubblewrap not found at ", options->bwrap,
-                                              "; install it or pass --bwrap PATH")));
-  }
-  absl::StatusOr<SupervisorSession> session = StartSession(*binary);
-  if (!session.ok()) return FailBench(kBench, session.status());
-  absl::StatusOr<int> failed = Measure(*options, *session);
-  return FinishBench(kBench, failed, *session, options->strict);
+  return RunWarmPathBench(
+      WarmBenchKind::kEmbed, kBench, argc, argv,
+      [](const WarmOptions& options, const std::string& binary, const HostInfo& host) {
+        if (!host.bwrap_found) {
+          return FailBench(kBench, absl::NotFoundError(absl::StrCat(
+                                       "no peer: bubblewrap not found at ", options.bwrap,
+                                       "; install it or pass --bwrap PATH")));
+        }
+        absl::StatusOr<SupervisorSession> session = StartSession(binary);
+        if (!session.ok()) return FailBench(kBench, session.status());
+        absl::StatusOr<int> failed = Measure(options, *session);
+        return FinishBench(kBench, failed, *session, options.strict);
+      });
 }
 
 }  // namespace zygo::bench

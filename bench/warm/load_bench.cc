@@ -116,35 +116,25 @@ absl::StatusOr<int> Measure(const WarmOptions& options, const HostInfo& host,
 }  // namespace
 
 int RunLoadBench(int argc, char** argv) {
-  absl::StatusOr<WarmOptions> options = ParseWarmFlags(WarmBenchKind::kLoad, argc, argv);
-  if (!options.ok()) return FailBench(kBench, options.status());
-  if (options->help) {
-    fputs(WarmUsage(WarmBenchKind::kLoad), stdout);
-    return 0;
-  }
-  absl::StatusOr<std::string> binary = FindSupervisorBinary(options->supervisor);
-  if (!binary.ok()) return FailBench(kBench, binary.status());
-  HostInfo host = PrintHost(*options, *binary);
-  absl::StatusOr<SupervisorSession> session = StartSession(*binary);
-  if (!session.ok()) return FailBench(kBench, session.status());
-  FunctionSpecOptions spec{"warm", "handler.py:main"};
-  spec.spares = options->spares;
-  absl::Status registered = RegisterFunction(*session->api, session->process->WorkDir() + "/warm",
-                                             HandlerSource(0), spec);
-  if (!registered.ok()) return FailBench(kBench, registered);
-  absl::StatusOr<double> warm_ms = WaitWarm(*session->api, "warm", options->warmup_requests,
-                                            ExecCall(session->api.get(), "warm"));
-  if (!warm_ms.ok()) return FailBench(kBench, warm_ms.status());
-  printf(
-      "method: function 'warm' (python, handler.py importing sixteen modules, spares %d), warm "
-      "in %.0f ms; %d keep-alive connections, each sending its next request when the last "
-      "reply came (closed loop); zygo, peer, peer, zygo for %.1f s each; the peer is "
-      "bench/warm/prefork_peer.py (unsandboxed, os.fork() per request) on the same connections; "
-      "nproc %d\n",
-      options->spares, *warm_ms, options->connections, options->seconds / 2, host.nproc);
-  fflush(stdout);
-  absl::StatusOr<int> failed = Measure(*options, host, *session);
-  return FinishBench(kBench, failed, *session, options->strict);
+  return RunWarmPathBench(
+      WarmBenchKind::kLoad, kBench, argc, argv,
+      [](const WarmOptions& options, const std::string& binary, const HostInfo& host) {
+        absl::StatusOr<SupervisorSession> session = StartSession(binary);
+        if (!session.ok()) return FailBench(kBench, session.status());
+        absl::StatusOr<double> warm_ms =
+            WarmTheWarmFunction(*session, options.spares, options.warmup_requests);
+        if (!warm_ms.ok()) return FailBench(kBench, warm_ms.status());
+        printf(
+            "method: function 'warm' (python, handler.py importing sixteen modules, spares "
+            "%d), warm in %.0f ms; %d keep-alive connections, each sending its next request "
+            "when the last reply came (closed loop); zygo, peer, peer, zygo for %.1f s each; "
+            "the peer is bench/warm/prefork_peer.py (unsandboxed, os.fork() per request) on "
+            "the same connections; nproc %d\n",
+            options.spares, *warm_ms, options.connections, options.seconds / 2, host.nproc);
+        fflush(stdout);
+        absl::StatusOr<int> failed = Measure(options, host, *session);
+        return FinishBench(kBench, failed, *session, options.strict);
+      });
 }
 
 }  // namespace zygo::bench

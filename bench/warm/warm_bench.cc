@@ -286,33 +286,25 @@ absl::StatusOr<int> MeasurePool(const WarmOptions& options, SupervisorSession& s
 }  // namespace
 
 int RunWarmBench(int argc, char** argv) {
-  absl::StatusOr<WarmOptions> options = ParseWarmFlags(WarmBenchKind::kWarm, argc, argv);
-  if (!options.ok()) return FailBench(kBench, options.status());
-  if (options->help) {
-    fputs(WarmUsage(WarmBenchKind::kWarm), stdout);
-    return 0;
-  }
-  absl::StatusOr<std::string> binary = FindSupervisorBinary(options->supervisor);
-  if (!binary.ok()) return FailBench(kBench, binary.status());
-  PrintHost(*options, *binary);
-  absl::StatusOr<SupervisorSession> session = StartSession(*binary);
-  if (!session.ok()) return FailBench(kBench, session.status());
-  absl::Status registered = RegisterFunction(*session->api, session->process->WorkDir() + "/warm",
-                                             HandlerSource(0), {"warm", "handler.py:main"});
-  if (!registered.ok()) return FailBench(kBench, registered);
-  absl::StatusOr<double> warm_ms = WaitWarm(*session->api, "warm", options->warmup_requests,
-                                            ExecCall(session->api.get(), "warm"));
-  if (!warm_ms.ok()) return FailBench(kBench, warm_ms.status());
-  printf(
-      "method: function 'warm' (python, handler.py importing sixteen modules, spares 2) warm "
-      "%.0f ms after registering; %d untimed requests first; one keep-alive HTTP/1.1 "
-      "connection; open loop: request k due at k/rate, sent at once when the reply before it "
-      "came late (counted in 'late'); latency from send to whole reply, client clock; "
-      "nearest-rank percentiles\n",
-      *warm_ms, options->warmup_requests);
-  absl::StatusOr<int> failed =
-      options->pool ? MeasurePool(*options, *session) : MeasureAgainstPeer(*options, *session);
-  return FinishBench(kBench, failed, *session, options->strict);
+  return RunWarmPathBench(
+      WarmBenchKind::kWarm, kBench, argc, argv,
+      [](const WarmOptions& options, const std::string& binary, const HostInfo&) {
+        absl::StatusOr<SupervisorSession> session = StartSession(binary);
+        if (!session.ok()) return FailBench(kBench, session.status());
+        absl::StatusOr<double> warm_ms =
+            WarmTheWarmFunction(*session, FunctionSpecOptions{}.spares, options.warmup_requests);
+        if (!warm_ms.ok()) return FailBench(kBench, warm_ms.status());
+        printf(
+            "method: function 'warm' (python, handler.py importing sixteen modules, spares 2) "
+            "warm %.0f ms after registering; %d untimed requests first; one keep-alive "
+            "HTTP/1.1 connection; open loop: request k due at k/rate, sent at once when the "
+            "reply before it came late (counted in 'late'); latency from send to whole reply, "
+            "client clock; nearest-rank percentiles\n",
+            *warm_ms, options.warmup_requests);
+        absl::StatusOr<int> failed =
+            options.pool ? MeasurePool(options, *session) : MeasureAgainstPeer(options, *session);
+        return FinishBench(kBench, failed, *session, options.strict);
+      });
 }
 
 }  // namespace zygo::bench

@@ -64,6 +64,20 @@ int FailBench(const char* bench, const absl::Status& status) {
   return 125;
 }
 
+int RunWarmPathBench(WarmBenchKind kind, const char* bench, int argc, char** argv,
+                     const WarmMeasure& measure) {
+  absl::StatusOr<WarmOptions> options = ParseWarmFlags(kind, argc, argv);
+  if (!options.ok()) return FailBench(bench, options.status());
+  if (options->help) {
+    fputs(WarmUsage(kind), stdout);
+    return 0;
+  }
+  absl::StatusOr<std::string> binary = FindSupervisorBinary(options->supervisor);
+  if (!binary.ok()) return FailBench(bench, binary.status());
+  const HostInfo host = PrintHost(*options, *binary);
+  return measure(*options, *binary, host);
+}
+
 int FinishBench(const char* bench, const absl::StatusOr<int>& failed, SupervisorSession& session,
                 bool strict) {
   if (!failed.ok()) {
@@ -106,6 +120,15 @@ absl::Status RegisterFunction(sdk::ApiConnection& api, const std::string& dir,
                         absl::StrCat("registering '", spec.name, "': ", info.status().message()));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<double> WarmTheWarmFunction(SupervisorSession& session, int spares,
+                                           int warmup_requests) {
+  FunctionSpecOptions spec{"warm", "handler.py:main"};
+  spec.spares = spares;
+  ZYGO_RETURN_IF_ERROR(
+      RegisterFunction(*session.api, session.process->WorkDir() + "/warm", HandlerSource(0), spec));
+  return WaitWarm(*session.api, "warm", warmup_requests, ExecCall(session.api.get(), "warm"));
 }
 
 absl::StatusOr<double> WaitWarm(sdk::ApiConnection& api, const std::string& name, int requests,

@@ -4,6 +4,7 @@
 #ifndef ZYGO_BENCH_WARM_WARM_SETUP_H_
 #define ZYGO_BENCH_WARM_WARM_SETUP_H_
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,6 +30,14 @@ HostInfo PrintHost(const WarmOptions& options, const std::string& supervisor_bin
 // Prints "zygo bench NAME: MESSAGE" to stderr (after flushing stdout) and returns 125.
 int FailBench(const char* bench, const absl::Status& status);
 
+// The start every warm-path bench shares: parses `kind`'s flags (125 on a bad one), prints
+// the usage for --help (0), finds the supervisor binary (125 when there is none) and prints
+// the host; then returns what `measure` returns.
+using WarmMeasure = std::function<int(const WarmOptions& options,
+                                      const std::string& supervisor_binary, const HostInfo& host)>;
+int RunWarmPathBench(WarmBenchKind kind, const char* bench, int argc, char** argv,
+                     const WarmMeasure& measure);
+
 // How a warm-path bench ends once it has measured: `failed` (the number of bars that
 // failed, or why measuring failed, reported with the end of the supervisor's log), the
 // supervisor stopped, and the exit code (1 for a failed bar only with --strict).
@@ -47,6 +56,12 @@ absl::StatusOr<SupervisorSession> StartSession(const std::string& supervisor_bin
 // registers `spec` with `dir` as its code directory.
 absl::Status RegisterFunction(sdk::ApiConnection& api, const std::string& dir,
                               const std::string& handler_source, const FunctionSpecOptions& spec);
+
+// Registers function "warm" (HandlerSource(0) in the session's work dir, `spares` spares)
+// and waits until it is warm after `warmup_requests` untimed requests; the milliseconds
+// that took.
+absl::StatusOr<double> WarmTheWarmFunction(SupervisorSession& session, int spares,
+                                           int warmup_requests);
 
 // Polls GET /v1/functions until `name` is "warm" (at most 60 s), then sends `requests`
 // untimed requests with `call`. Returns the milliseconds until it was warm.

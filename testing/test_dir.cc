@@ -1,0 +1,20 @@
+#include "testing/test_dir.h"
+
+#include <stdlib.h>
+
+#include <filesystem>
+
+#include "gtest/gtest.h"
+
+namespace zygo::testing {
+
+std::string FreshTestDir(const std::string& prefix) {
+  const char* tmp = getenv("TEST_TMPDIR");
+  const std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/" + prefix +
+                          ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+}  // namespace zygo::testing
