@@ -21,6 +21,7 @@
 #include "cli/doctor_checks.h"
 #include "cli/doctor_child.h"
 #include "core/base/errno_status.h"
+#include "core/host_features.h"
 #include "core/identity.h"
 #include "core/landlock.h"
 #include "core/seccomp_compiled.h"
@@ -301,7 +302,7 @@ DoctorCheck CheckSeccomp() {
 DoctorCheck CheckLandlock() {
   DoctorCheck check{"landlock", "landlock", CheckStatus::kOk, false,
                     "defence in depth (runs work without it)"};
-  const int abi = core::ProbeLandlockAbi();
+  const int abi = core::ProbeHostFeatures().landlock_abi;
   check.facts = {{"abi", abi}};
   if (abi <= 0) {
     check.status = CheckStatus::kMissing;

@@ -23,6 +23,7 @@
 #include "core/base/sys/process.h"
 #include "core/base/sys/wait_status.h"
 #include "core/base/unique_fd.h"
+#include "core/host_features.h"
 #include "core/identity.h"
 
 namespace zygo::cli {
@@ -113,14 +114,16 @@ absl::StatusOr<ChildOutcome> RunChildAttempt(const ChildAttempt& attempt) {
     args.cgroup = static_cast<uint64_t>(attempt.cgroup_fd);
   }
   args.exit_signal = SIGCHLD;
-  long pid = base::sys::RawClone3(&args);
+  long pid;
   const char* call = "clone3";
-  if (pid == -ENOSYS && attempt.cgroup_fd < 0) {
+  if (core::ProbeHostFeatures().clone3 == core::SyscallState::kNoSys && attempt.cgroup_fd < 0) {
     // No clone3 (a container's seccomp profile, Linux < 5.3): clone does the rest. zygo
     // run itself needs clone3, which the sandbox line shows; these lines show the rest.
     call = "clone";
     pid = RawResult(
         syscall(SYS_clone, attempt.clone_flags | SIGCHLD, nullptr, nullptr, nullptr, nullptr));
+  } else {
+    pid = base::sys::RawClone3(&args);
   }
   if (pid == 0) {
     // Closed so that the parent's end is the only writer: its exit is the child's EOF.

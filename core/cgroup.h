@@ -188,10 +188,28 @@ struct CgroupProbeOptions {
   std::string purpose = "zygo";
 };
 
+// How the cgroup hierarchies at a mount root are laid out.
+enum class CgroupHierarchy {
+  kNone,     // neither a cgroup2 mount nor v1 controller hierarchies
+  kV1,       // v1 controller hierarchies only
+  kHybrid,   // v1 controllers, plus a cgroup2 mount at <root>/unified that holds none
+  kUnified,  // the root itself is the cgroup2 mount
+};
+
+// What a driver is chosen from, read once per process for the host
+// (core/host_features.h) and afresh for a unit test's fake tree. Where this process's
+// cgroup is stays a live read of the placement: the driver itself moves the process.
+struct CgroupFacts {
+  CgroupHierarchy hierarchy = CgroupHierarchy::kNone;
+  bool systemd = false;  // systemd runs the host (options.systemd_marker is a directory)
+};
+
 // Picks the driver this host supports: v2 where /sys/fs/cgroup is a cgroup2 mount
 // with memory, pids and cpu available; v1 where those three are v1 hierarchies. On v2 it
 // also decides the placement, reading only: FailedPrecondition, naming what is missing and
-// the fix, when no placement can work. Nothing moves until Prepare() or Create().
+// the fix, when no placement can work. Nothing moves until Prepare() or Create(). Where
+// `options` looks at the host's own paths (the defaults) the facts are the host's, probed
+// once (ProbeHostFeatures().cgroup); a fake tree's are read afresh.
 absl::StatusOr<std::unique_ptr<CgroupDriver>> ProbeCgroupDriver(
     const CgroupProbeOptions& options = {});
 

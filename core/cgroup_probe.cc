@@ -1,7 +1,6 @@
 // Picks the cgroup driver this host supports: v2 on a cgroup2 mount (with its placement),
 // else v1 when the memory, pids and cpu hierarchies are there; and, without a driver, which mounts
 // a sweep for stale cgroups walks.
-#include <unistd.h>
 
 #include <memory>
 #include <string>
@@ -13,11 +12,25 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/cgroup.h"
+#include "core/host_features.h"
 #include "core/internal/cgroup_sweep.h"
 #include "core/internal/cgroup_v1.h"
 #include "core/internal/cgroup_v2.h"
 
 namespace zygo::core {
+namespace {
+
+// The host's facts, probed once, where `options` looks at the host's own paths; a unit
+// test's fake tree is read afresh.
+CgroupFacts FactsFor(const CgroupProbeOptions& options) {
+  const CgroupProbeOptions host;
+  if (options.mount_root == host.mount_root && options.systemd_marker == host.systemd_marker) {
+    return ProbeHostFeatures().cgroup;
+  }
+  return ReadCgroupFacts(options);
+}
+
+}  // namespace
 
 const char* CgroupPlacementName(CgroupPlacementKind kind) {
   switch (kind) {
@@ -40,8 +53,9 @@ const char* CgroupPlacementName(CgroupPlacementKind kind) {
 absl::StatusOr<std::unique_ptr<CgroupDriver>> ProbeCgroupDriver(const CgroupProbeOptions& options) {
   // v2 first: on a pure v2 host there are no v1 hierarchies to fall back to, and on a
   // hybrid host (v1 controllers plus a v2 mount at <root>/unified) the root is a tmpfs.
-  if (internal::IsCgroup2Root(options.mount_root)) {
-    absl::StatusOr<internal::V2PlacementPlan> plan = internal::PlanV2Placement(options);
+  const CgroupFacts facts = FactsFor(options);
+  if (facts.hierarchy == CgroupHierarchy::kUnified) {
+    absl::StatusOr<internal::V2PlacementPlan> plan = internal::PlanV2Placement(options, facts);
     if (!plan.ok()) {
       return absl::FailedPreconditionError(absl::StrCat("cgroup v2 at ", options.mount_root,
                                                         " is unusable: ", plan.status().message()));
@@ -57,14 +71,6 @@ absl::StatusOr<std::unique_ptr<CgroupDriver>> ProbeCgroupDriver(const CgroupProb
   }
   return std::unique_ptr<CgroupDriver>(
       std::make_unique<internal::CgroupV1Driver>(*std::move(layout), options.name_prefix));
-}
-
-std::string CgroupFixes() {
-  return absl::StrCat("run zygo in a cgroup delegated to it (",
-                      geteuid() == 0 ? "systemd-run --scope -p Delegate=yes zygo ..."
-                                     : "systemd-run --user --scope -p Delegate=yes zygo ...",
-                      ", or a Delegate=yes service), or pass --allow-unlimited to run without "
-                      "limits");
 }
 
 absl::Status CannotApplyLimits(const absl::Status& why) {
@@ -84,7 +90,9 @@ absl::StatusOr<std::vector<StaleCgroup>> SweepStaleCgroupsEverywhere(
     const std::string& name_prefix) {
   StaleSweepOptions everywhere = options;
   everywhere.everywhere = true;
-  if (internal::IsCgroup2Root(mount_root)) {
+  CgroupProbeOptions where;
+  where.mount_root = mount_root;
+  if (FactsFor(where).hierarchy == CgroupHierarchy::kUnified) {
     return internal::SweepStaleCgroups(CgroupVersion::kV2, {{mount_root, mount_root}}, name_prefix,
                                        everywhere);
   }

@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/cgroup.h"
+#include "core/host_features.h"
 #include "core/internal/cgroup_test_files.h"
 #include "core/internal/cgroup_v2.h"
 #include "gtest/gtest.h"
@@ -62,6 +63,11 @@ class Cgroup2Host : public ::testing::Test {
 
   static std::string Self() { return absl::StrCat(getpid(), "\n"); }
 
+  // The placement, with the facts read from the fake tree as the probe reads the host's.
+  absl::StatusOr<internal::V2PlacementPlan> Plan() const {
+    return internal::PlanV2Placement(options_, ReadCgroupFacts(options_));
+  }
+
   fs::path base_;
   fs::path root_;
   CgroupProbeOptions options_;
@@ -69,7 +75,7 @@ class Cgroup2Host : public ::testing::Test {
 
 TEST_F(Cgroup2Host, InTheRootCgroupSandboxesGoBelowIt) {
   LiveIn("/");
-  absl::StatusOr<internal::V2PlacementPlan> plan = internal::PlanV2Placement(options_);
+  absl::StatusOr<internal::V2PlacementPlan> plan = Plan();
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(plan->placement.kind, CgroupPlacementKind::kRootCgroup);
   EXPECT_EQ(plan->placement.parent_dir, root_.string());
@@ -78,7 +84,7 @@ TEST_F(Cgroup2Host, InTheRootCgroupSandboxesGoBelowIt) {
 TEST_F(Cgroup2Host, RootWithoutAControllerNamesIt) {
   WriteAll(root_ / "cgroup.controllers", "memory io pids\n");
   LiveIn("/");
-  absl::StatusOr<internal::V2PlacementPlan> plan = internal::PlanV2Placement(options_);
+  absl::StatusOr<internal::V2PlacementPlan> plan = Plan();
   ASSERT_FALSE(plan.ok());
   EXPECT_TRUE(absl::StrContains(plan.status().message(), "cpu")) << plan.status();
 }
@@ -120,14 +126,14 @@ TEST_F(Cgroup2Host, AContainersRootIsNotTheRootCgroup) {
   WriteAll(root_ / "cgroup.type", "domain\n");
   WriteAll(root_ / "cgroup.procs", Self());
   LiveIn("/");
-  absl::StatusOr<internal::V2PlacementPlan> alone = internal::PlanV2Placement(options_);
+  absl::StatusOr<internal::V2PlacementPlan> alone = Plan();
   ASSERT_TRUE(alone.ok()) << alone.status();
   EXPECT_EQ(alone->placement.kind, CgroupPlacementKind::kLeafOfOwnCgroup);
 
   // Shared with the container's other processes: they make room, as docker-in-docker's
   // entry point has them do (the move itself is tried on a real kernel, in the v2 lane).
   WriteAll(root_ / "cgroup.procs", absl::StrCat("1\n", getpid(), "\n7\n"));
-  absl::StatusOr<internal::V2PlacementPlan> shared = internal::PlanV2Placement(options_);
+  absl::StatusOr<internal::V2PlacementPlan> shared = Plan();
   ASSERT_TRUE(shared.ok()) << shared.status();
   EXPECT_EQ(shared->placement.kind, CgroupPlacementKind::kContainerRoot);
   EXPECT_EQ(shared->placement.parent_dir, root_.string());
@@ -138,7 +144,7 @@ TEST_F(Cgroup2Host, AContainersRootIsNotTheRootCgroup) {
   WriteAll(root_ / "cgroup.procs", "");
   MakeCgroup("init", absl::StrCat("1\n", getpid(), "\n7\n"));
   LiveIn("/init");
-  absl::StatusOr<internal::V2PlacementPlan> after = internal::PlanV2Placement(options_);
+  absl::StatusOr<internal::V2PlacementPlan> after = Plan();
   ASSERT_TRUE(after.ok()) << after.status();
   EXPECT_EQ(after->placement.kind, CgroupPlacementKind::kDelegatedAncestor);
   EXPECT_EQ(after->placement.parent_dir, root_.string());
@@ -150,7 +156,7 @@ TEST_F(Cgroup2Host, SharingItsCgroupWithoutSystemdTakesTheNearestEmptyAncestor) 
   const fs::path slice = MakeCgroup("user.slice", "");
   MakeCgroup("user.slice/session-3.scope", absl::StrCat("412\n", getpid(), "\n"));
   LiveIn("/user.slice/session-3.scope");
-  absl::StatusOr<internal::V2PlacementPlan> plan = internal::PlanV2Placement(options_);
+  absl::StatusOr<internal::V2PlacementPlan> plan = Plan();
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(plan->placement.kind, CgroupPlacementKind::kDelegatedAncestor);
   EXPECT_EQ(plan->placement.parent_dir, slice.string());
@@ -164,7 +170,7 @@ TEST_F(Cgroup2Host, TheWalkSkipsAncestorsThatCannotBeParents) {
   MakeCgroup("a/b", "99\n");
   MakeCgroup("a/b/c", absl::StrCat("412\n", getpid(), "\n"));
   LiveIn("/a/b/c");
-  absl::StatusOr<internal::V2PlacementPlan> plan = internal::PlanV2Placement(options_);
+  absl::StatusOr<internal::V2PlacementPlan> plan = Plan();
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(plan->placement.kind, CgroupPlacementKind::kDelegatedAncestor);
   EXPECT_EQ(plan->placement.parent_dir, root_.string());
@@ -178,7 +184,7 @@ TEST_F(Cgroup2Host, UnderSystemdASharedCgroupAsksForAScope) {
   MakeCgroup("user.slice", "");
   MakeCgroup("user.slice/session-3.scope", absl::StrCat("412\n", getpid(), "\n"));
   LiveIn("/user.slice/session-3.scope");
-  absl::StatusOr<internal::V2PlacementPlan> plan = internal::PlanV2Placement(options_);
+  absl::StatusOr<internal::V2PlacementPlan> plan = Plan();
   if (plan.ok()) {
     EXPECT_EQ(plan->placement.kind, CgroupPlacementKind::kSystemdScope);
     EXPECT_TRUE(absl::StrContains(plan->placement.detail, "Delegate=yes"));
@@ -195,14 +201,14 @@ TEST_F(Cgroup2Host, UnderSystemdASharedCgroupAsksForAScope) {
 TEST_F(Cgroup2Host, AMountOfAnotherNamespacesTreeIsRefused) {
   MakeCgroup("machine.slice/ctr", "1\n");
   LiveIn("/machine.slice/ctr");
-  absl::StatusOr<internal::V2PlacementPlan> plan = internal::PlanV2Placement(options_);
+  absl::StatusOr<internal::V2PlacementPlan> plan = Plan();
   ASSERT_FALSE(plan.ok());
   EXPECT_TRUE(absl::StrContains(plan.status().message(), "mount cgroup2 afresh")) << plan.status();
 }
 
 TEST_F(Cgroup2Host, OutsideItsCgroupNamespaceIsRefused) {
   LiveIn("/../other.scope");
-  absl::StatusOr<internal::V2PlacementPlan> plan = internal::PlanV2Placement(options_);
+  absl::StatusOr<internal::V2PlacementPlan> plan = Plan();
   ASSERT_FALSE(plan.ok());
   EXPECT_TRUE(absl::StrContains(plan.status().message(), "outside this cgroup namespace"));
 }

@@ -15,11 +15,6 @@ constexpr uint64_t kFileRights = LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS
 
 }  // namespace
 
-int ProbeLandlockAbi() {
-  int abi = base::sys::RawLandlockAbiVersion();
-  return abi < 0 ? 0 : abi;
-}
-
 LandlockPlan BuildLandlockPlan(int abi, const std::vector<std::string>& writable_paths) {
   LandlockPlan plan;
   plan.abi = abi;

@@ -24,10 +24,8 @@ struct LandlockPlan {
   std::vector<LandlockRule> rules;
 };
 
-// The running kernel's Landlock ABI version, 0 when unavailable. Parent side.
-int ProbeLandlockAbi();
-
-// Parent side: the rules for a sandbox whose writable places are `writable_paths`.
+// Parent side: the rules for a sandbox whose writable places are `writable_paths`, for
+// the kernel's Landlock ABI `abi` (ProbeHostFeatures().landlock_abi; 0: none).
 LandlockPlan BuildLandlockPlan(int abi, const std::vector<std::string>& writable_paths);
 
 // Child side, after pivot_root and no_new_privs. A rule whose path is missing is skipped.

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "core/base/status_macros.h"
+#include "core/host_features.h"
 #include "core/init/init_layout.h"
 #include "core/seccomp_compiled.h"
 
@@ -113,7 +114,7 @@ absl::StatusOr<Plan> BuildPlan(const Spec& spec) {
   if (spec.loosening.host_net() && spec.net == NetMode::kNone) plan.spec.net = NetMode::kHost;
   ZYGO_ASSIGN_OR_RETURN(plan.mounts, BuildMountPlan(plan.spec));
   plan.identity = BuildIdentityPlan(spec.uid, spec.gid);
-  plan.landlock = BuildLandlockPlan(ProbeLandlockAbi(), plan.mounts.writable_paths);
+  plan.landlock = BuildLandlockPlan(ProbeHostFeatures().landlock_abi, plan.mounts.writable_paths);
   plan.seccomp = CompiledSeccompPrograms();
   plan.rlimits = DefaultRlimits();
   plan.userns_limits = DefaultUsernsLimits();

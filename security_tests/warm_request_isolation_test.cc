@@ -12,7 +12,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "core/landlock.h"
+#include "core/host_features.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "security_tests/supervisor_options.h"
@@ -46,7 +46,7 @@ class WarmRequestIsolationTest : public WarmSuite {
   void SetUp() override {
     WarmSuite::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
-    if (core::ProbeLandlockAbi() < 1) {
+    if (core::ProbeHostFeatures().landlock_abi < 1) {
       GTEST_SKIP() << "the kernel has no Landlock: warm requests are not apart from each other";
     }
     std::filesystem::copy_file(Runfile("security_tests/testcases/sibling_probe.py"),
@@ -146,8 +146,8 @@ TEST_F(WarmRequestIsolationTest, AWarmExecRequestCannotReadASiblingsMemoryEnviro
 
 // Landlock's signal scoping (ABI 6): a request's signals stay inside its own domain.
 TEST_F(WarmRequestIsolationTest, AWarmExecRequestCannotSignalASiblingOrKillItsZygote) {
-  if (core::ProbeLandlockAbi() < 6) {
-    GTEST_SKIP() << "Landlock ABI " << core::ProbeLandlockAbi()
+  if (core::ProbeHostFeatures().landlock_abi < 6) {
+    GTEST_SKIP() << "Landlock ABI " << core::ProbeHostFeatures().landlock_abi
                  << " < 6 has no signal scoping: a warm-exec request can still signal its "
                     "siblings and its zygote";
   }

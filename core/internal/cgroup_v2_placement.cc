@@ -89,7 +89,8 @@ V2PlacementPlan FixedV2Placement(const std::string& parent_dir) {
   return plan;
 }
 
-absl::StatusOr<V2PlacementPlan> PlanV2Placement(const CgroupProbeOptions& options) {
+absl::StatusOr<V2PlacementPlan> PlanV2Placement(const CgroupProbeOptions& options,
+                                                const CgroupFacts& facts) {
   ZYGO_ASSIGN_OR_RETURN(const std::string own_dir, OwnCgroupDir(options));
   V2PlacementPlan plan;
   plan.own_dir = own_dir;
@@ -135,7 +136,7 @@ absl::StatusOr<V2PlacementPlan> PlanV2Placement(const CgroupProbeOptions& option
         absl::StrCat("zygo may not manage ", own_dir, " (", may_manage.message(), ")"));
   }
 
-  if (!options.systemd_marker.empty() && IsDirectory(options.systemd_marker)) {
+  if (facts.systemd) {
     const SystemdManager manager = geteuid() == 0 ? SystemdManager::kSystem : SystemdManager::kUser;
     absl::StatusOr<std::string> helper = FindSystemdScopeHelper();
     if (!helper.ok()) {
@@ -292,3 +293,17 @@ void V2Placement::Undo() {
 }
 
 }  // namespace zygo::core::internal
+
+namespace zygo::core {
+
+// Here rather than in cgroup_probe.cc: the placement's reasons end with it, and the
+// drivers' library must not need the probe's.
+std::string CgroupFixes() {
+  return absl::StrCat("run zygo in a cgroup delegated to it (",
+                      geteuid() == 0 ? "systemd-run --scope -p Delegate=yes zygo ..."
+                                     : "systemd-run --user --scope -p Delegate=yes zygo ...",
+                      ", or a Delegate=yes service), or pass --allow-unlimited to run without "
+                      "limits");
+}
+
+}  // namespace zygo::core

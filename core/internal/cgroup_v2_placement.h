@@ -30,13 +30,15 @@ struct V2PlacementPlan {
 // caller set up (tests, and callers that made their own parent).
 V2PlacementPlan FixedV2Placement(const std::string& parent_dir);
 
-// Decides from the tree under options.mount_root and this process's cgroup. In order:
+// Decides from the tree under options.mount_root, this process's cgroup and whether
+// systemd runs the host (`facts`, of the same tree). In order:
 // the root cgroup; alone in a cgroup it may manage (leaf step); systemd running (a scope
 // from the system manager for root, the user's manager for others); no systemd: the
 // nearest manageable ancestor without processes, or, at the top of a container's own
 // cgroup namespace, that top once its processes have moved to a child. FailedPrecondition
 // naming what is missing and the fixes when none applies.
-absl::StatusOr<V2PlacementPlan> PlanV2Placement(const CgroupProbeOptions& options);
+absl::StatusOr<V2PlacementPlan> PlanV2Placement(const CgroupProbeOptions& options,
+                                                const CgroupFacts& facts);
 
 // A plan carried out. Prepare() moves this process (once); the destructor moves it back
 // into the cgroup it came from and removes the leaf (a scope systemd removes by itself

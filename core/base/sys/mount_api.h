@@ -32,6 +32,14 @@ inline int RawMountSetattr(const char* path, bool recursive, unsigned long long 
   return rc < 0 ? -errno : 0;
 }
 
+// mount_setattr with a zero-sized attribute, which a kernel that has it (Linux 5.12+)
+// rejects with EINVAL before looking up the path: -EINVAL says it is there, -ENOSYS or
+// -EPERM that the kernel lacks it or a seccomp filter answers for it. Changes nothing.
+inline int RawMountSetattrProbe() {
+  int rc = static_cast<int>(::syscall(SYS_mount_setattr, -1, "", 0, nullptr, 0));
+  return rc < 0 ? -errno : 0;
+}
+
 // open_tree(fd, "", OPEN_TREE_CLONE | AT_EMPTY_PATH [| AT_RECURSIVE]): a detached copy of
 // the mount (tree) at `fd`, which must be in the caller's mount namespace. Returns the new
 // fd (CLOEXEC) or -errno.

@@ -21,6 +21,25 @@ inline long RawClone3(struct clone_args* args) {
   return rc < 0 ? -errno : rc;
 }
 
+// clone3 asked with a size below CLONE_ARGS_SIZE_VER0, which a kernel that has it rejects
+// with EINVAL before reading anything: -EINVAL says it is there, -ENOSYS or -EPERM that
+// the kernel lacks it or a seccomp filter answers for it. Nothing is made.
+inline long RawClone3Probe() {
+  long rc = ::syscall(SYS_clone3, nullptr, 0);
+  return rc < 0 ? -errno : rc;
+}
+
+// clone3(CLONE_INTO_CGROUP) with a cgroup fd above INT_MAX: a kernel that knows the flag
+// (Linux 5.7+) rejects the fd with EINVAL; one whose clone_args end before the cgroup
+// field answers E2BIG for its unknown non-zero tail. Nothing is made either way.
+inline long RawCloneIntoCgroupProbe() {
+  struct clone_args args = {};
+  args.flags = CLONE_INTO_CGROUP;
+  args.cgroup = 1ULL << 31;  // INT_MAX + 1
+  long rc = ::syscall(SYS_clone3, &args, sizeof(args));
+  return rc < 0 ? -errno : rc;
+}
+
 // Returns a pidfd, or -errno.
 inline int RawPidfdOpen(pid_t pid) {
   int rc;
