@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "security_tests/fake_internet.h"
+#include "testing/fake_internet.h"
 
 namespace zygo::testing {
 

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "security_tests/fake_internet.h"
+#include "testing/fake_internet.h"
 
 namespace zygo::testing {
 

@@ -2,7 +2,7 @@
 // clear line and never runs unfiltered (issue 4, section 1). The kernel really refuses:
 // zygo runs under security_tests/testing/without_nftables, a seccomp filter that fails
 // socket(AF_NETLINK, *, NETLINK_NETFILTER) with EPROTONOSUPPORT as such a kernel does.
-// Everything runs on the "machine" of security_tests/fake_internet.h; each refusal follows
+// Everything runs on the "machine" of testing/fake_internet.h; each refusal follows
 // the same run succeeding without the wrapper.
 #include <signal.h>
 #include <stdlib.h>
@@ -26,7 +26,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "security_tests/fake_internet.h"
+#include "testing/fake_internet.h"
 #include "security_tests/leftover_oracle.h"
 #include "security_tests/machine_suite.h"
 #include "security_tests/supervisor_options.h"

@@ -1,7 +1,7 @@
 // Network escapes, attempted against a fake internet: the test builds a "machine" network
 // namespace (where zygo runs) joined by veth to an "internet" namespace holding a DNS
 // server, TCP listeners on TEST-NET addresses, a "LAN" host (10.0.0.5) and a metadata
-// server (169.254.169.254), all from security_tests/fake_internet.h. No packet of this test
+// server (169.254.169.254), all from testing/fake_internet.h. No packet of this test
 // leaves those namespaces.
 //
 // Inside the sandbox, /usr/bin/python3 (host image) resolves and connects; every refusal
@@ -28,7 +28,7 @@
 #include "gtest/gtest.h"
 #include "net/internal/test_netns.h"
 #include "security_tests/egress_attempts.h"
-#include "security_tests/fake_internet.h"
+#include "testing/fake_internet.h"
 #include "security_tests/machine_suite.h"
 #include "security_tests/network_probe.h"
 #include "testing/harness.h"

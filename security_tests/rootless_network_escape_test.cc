@@ -1,5 +1,5 @@
 // Rootless networking, attempted: `zygo run --net egress|full` as an ordinary user
-// (zygo-rootless) against the fake internet of security_tests/fake_internet.h. Rootless,
+// (zygo-rootless) against the fake internet of testing/fake_internet.h. Rootless,
 // zygo-net cannot setns into the sandbox's network namespace; it opens the nftables and
 // resolver sockets from a child that joined the sandbox's user namespace first
 // (net/netns_socket.h). These tests show the firewall is there all the same: every refusal
@@ -28,7 +28,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "security_tests/egress_attempts.h"
-#include "security_tests/fake_internet.h"
+#include "testing/fake_internet.h"
 #include "security_tests/network_probe.h"
 #include "testing/harness.h"
 

@@ -1,7 +1,7 @@
 #include "security_tests/supervisor_options.h"
 
 #include "absl/strings/str_cat.h"
-#include "security_tests/fake_internet.h"
+#include "testing/fake_internet.h"
 #include "testing/harness.h"
 
 namespace zygo::testing {

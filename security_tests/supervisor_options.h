@@ -1,6 +1,6 @@
 // How a security test starts its supervisor (testing/supervisor_process.h): the one built
 // with the test, with an environment of PATH and the fake internet's DNS server
-// (security_tests/fake_internet.h) only, so nothing of the test runner's reaches it.
+// (testing/fake_internet.h) only, so nothing of the test runner's reaches it.
 #ifndef ZYGO_SECURITY_TESTS_SUPERVISOR_OPTIONS_H_
 #define ZYGO_SECURITY_TESTS_SUPERVISOR_OPTIONS_H_
 

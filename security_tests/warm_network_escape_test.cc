@@ -1,5 +1,5 @@
 // Network escapes from warm functions: the supervisor runs on the fake internet's "machine"
-// (security_tests/fake_internet.h), serves egress and full Python functions whose handler
+// (testing/fake_internet.h), serves egress and full Python functions whose handler
 // attempts one network action per request, and every refusal follows a control that shows
 // the same handler getting through. Once the supervisor is stopped nothing of it remains.
 #include <errno.h>
@@ -23,7 +23,7 @@
 #include "gtest/gtest.h"
 #include "net/internal/test_netns.h"
 #include "nlohmann/json.hpp"
-#include "security_tests/fake_internet.h"
+#include "testing/fake_internet.h"
 #include "security_tests/leftover_oracle.h"
 #include "security_tests/supervisor_options.h"
 #include "testing/harness.h"

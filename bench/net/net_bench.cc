@@ -22,7 +22,7 @@
 #include "bench/common/other_work.h"
 #include "bench/common/stats.h"
 #include "bench/common/timed_spawn.h"
-#include "bench/net/fake_internet.h"
+#include "bench/net/bench_internet.h"
 #include "bench/net/net_throughput.h"
 #include "bench/net/net_warm.h"
 #include "bench/warm/warm_setup.h"
@@ -127,7 +127,7 @@ std::vector<std::string> ZygoRun(const Setup& s, const std::string& mode,
 absl::StatusOr<std::vector<MeasuredCase>> MeasureOneShot(const Setup& s) {
   std::vector<InterleavedCase> cases;
   for (const char* mode : {"none", "full", "egress"}) {
-    Command command = s.net->OnMachine(ZygoRun(s, mode, {"/bin/true"}), s.env);
+    Command command = OnMachine(*s.net, ZygoRun(s, mode, {"/bin/true"}), s.env);
     cases.push_back({"/bin/true",
                      absl::StrCat("--net ", mode),
                      {{"zygo run", command, CommandLine(command)}},
@@ -180,7 +180,7 @@ absl::StatusOr<std::map<std::string, std::vector<double>>> MeasureConnect(const 
   for (int round = 0; round < rounds; ++round) {
     for (size_t k = 0; k < cases.size(); ++k) {
       const ProbeCase& c = cases[(k + round) % cases.size()];
-      Command command = s.net->OnMachine(c.argv, s.env);
+      Command command = OnMachine(*s.net, c.argv, s.env);
       absl::StatusOr<std::string> out = CaptureStdout(command);
       if (!out.ok()) {
         return absl::InternalError(
@@ -211,7 +211,8 @@ absl::StatusOr<std::vector<StreamSamples>> MeasureThroughput(const Setup& s) {
        ZygoRun(s, "egress", Script({"stream", kBenchName, port, bytes}), kSourcePort)},
   };
   std::vector<StreamPath> streams;
-  for (const auto& [label, argv] : paths) streams.push_back({label, s.net->OnMachine(argv, s.env)});
+  for (const auto& [label, argv] : paths)
+    streams.push_back({label, OnMachine(*s.net, argv, s.env)});
   return MeasureStreams(streams, s.options.throughput_runs, s.options.warmup,
                         int64_t{s.options.throughput_mib} << 20);
 }

@@ -9,7 +9,7 @@ namespace zygo::bench {
 
 // Runs the benchmark and prints the host, a table per part and notes to stdout; `argv`
 // starts after the word "net" (flags: `zygo bench net --help`). Builds its own network
-// namespaces (see bench/fake_internet.h) and removes them on every exit, including when
+// namespaces (see testing/fake_internet.h) and removes them on every exit, including when
 // this process is killed; never touches the real network. Returns 0 when everything was
 // measured, 125 when it could not be. Parent side. Needs root, pasta, nftables,
 // /usr/bin/python3, setpriv, unshare, nsenter, ip and the supervisor binary.

@@ -12,7 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "bench/net/fake_internet.h"
+#include "bench/net/bench_internet.h"
 #include "bench/warm/warm_setup.h"
 
 namespace zygo::bench {

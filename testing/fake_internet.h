@@ -1,59 +1,34 @@
-// The fake internet the network escape tests attack: a "machine" network namespace (where
-// zygo or the supervisor runs) joined by veth to an "internet" namespace with DNS servers,
-// TCP and UDP listeners on TEST-NET addresses, a LAN host and a metadata server, and a
-// record of what arrived. Test-only; needs root.
-#ifndef ZYGO_SECURITY_TESTS_FAKE_INTERNET_H_
-#define ZYGO_SECURITY_TESTS_FAKE_INTERNET_H_
+// The fake internet the network escape tests attack and `zygo bench net` measures on: a
+// "machine" network namespace (where zygo or the supervisor runs) joined by veth to an
+// "internet" namespace with DNS servers, TCP servers and UDP sinks on TEST-NET addresses, a
+// LAN host and a metadata server, and a record of what arrived. Needs root.
+#ifndef ZYGO_TESTING_FAKE_INTERNET_H_
+#define ZYGO_TESTING_FAKE_INTERNET_H_
 
-#include <sys/socket.h>
-
-#include <atomic>
-#include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
-#include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/base/unique_fd.h"
 #include "net/internal/test_netns.h"
+#include "testing/fake_dns.h"
+#include "testing/fake_tcp_servers.h"
 
 namespace zygo::testing {
 
 // The internet's addresses, all on the internet namespace's `lo`. The last four also take
 // UDP on port 8080 (see FakeInternet::UdpArrived).
-inline constexpr char kDnsServer[] = "192.0.2.53";          // the upstream ZYGO_DNS_UPSTREAM names
-inline constexpr char kOtherDns[] = "198.51.100.53";        // a DNS server a sandbox must not reach
-inline constexpr char kAllowedAddress[] = "198.51.100.10";  // allowed.test; TCP 8080, 8081
-inline constexpr char kOtherAddress[] = "198.51.100.20";    // other.test; TCP 8080
-inline constexpr char kLanAddress[] = "10.0.0.5";           // rebind.test; TCP 8080
+inline constexpr char kDnsServer[] = "192.0.2.53";    // the upstream ZYGO_DNS_UPSTREAM names
+inline constexpr char kOtherDns[] = "198.51.100.53";  // a DNS server a sandbox must not reach
+inline constexpr char kAllowedName[] = "allowed.test";
+inline constexpr char kAllowedAddress[] = "198.51.100.10";     // allowed.test; TCP 8080, 8081
+inline constexpr int kAllowedPort = 8080;                      // accepts and closes
+inline constexpr int kSourcePort = 8081;                       // a byte source (FakeTcpServers)
+inline constexpr char kOtherAddress[] = "198.51.100.20";       // other.test; TCP 8080
+inline constexpr char kLanAddress[] = "10.0.0.5";              // rebind.test; TCP 8080
 inline constexpr char kMetadataAddress[] = "169.254.169.254";  // TCP 80
-
-// A tiny authoritative DNS server on one UDP socket: A records for allowed.test,
-// other.test and rebind.test, NXDOMAIN for the rest, and a count of the questions it saw
-// per name. Serves from a thread of its own until destroyed.
-class FakeDns {
- public:
-  explicit FakeDns(base::UniqueFd socket);
-  ~FakeDns();
-  FakeDns(const FakeDns&) = delete;
-  FakeDns& operator=(const FakeDns&) = delete;
-
-  int QueriesFor(const std::string& name);
-  int Queries();
-
- private:
-  void Serve();
-  void Answer(const uint8_t* question, size_t size, const sockaddr* peer, socklen_t peer_len);
-
-  base::UniqueFd socket_;
-  std::atomic<bool> stop_{false};
-  std::mutex mu_;
-  std::map<std::string, int> counts_;
-  std::thread thread_;  // last: it starts once everything above exists
-};
 
 // Both namespaces, wired, with the servers up. The namespaces are held by processes that
 // die with this object or with the test (net/internal/test_netns.h); nothing is mounted
@@ -68,6 +43,8 @@ class FakeInternet {
 
   const net::testing::TestNetns& machine() const { return *machine_; }
   const net::testing::TestNetns& internet() const { return *internet_; }
+  // kAllowedAddress 8080, kOtherAddress 8080, kLanAddress 8080 and kMetadataAddress 80
+  // accept and close; kAllowedAddress kSourcePort is a byte source.
   FakeDns& dns() { return *dns_; }              // at kDnsServer:53
   FakeDns& other_dns() { return *other_dns_; }  // at kOtherDns:53
 
@@ -78,6 +55,10 @@ class FakeInternet {
   bool UdpArrived(const std::string& address, int timeout_ms = 300);
   bool IcmpEchoArrived(const std::string& address, int timeout_ms = 500);
 
+  // Runs `start` with the calling thread in the machine namespace, so that what it forks
+  // (a supervisor) lives there for good; the thread is back in its own namespace after.
+  absl::Status InMachine(const std::function<absl::Status()>& start) const;
+
  private:
   FakeInternet() = default;
   absl::Status Wire() const;
@@ -85,7 +66,7 @@ class FakeInternet {
 
   std::unique_ptr<net::testing::TestNetns> machine_;
   std::unique_ptr<net::testing::TestNetns> internet_;
-  std::vector<base::UniqueFd> listeners_;
+  std::unique_ptr<FakeTcpServers> tcp_;
   std::map<std::string, base::UniqueFd> udp_sinks_;  // address -> socket on port 8080
   base::UniqueFd icmp_;                              // raw, IPPROTO_ICMP
   std::unique_ptr<FakeDns> dns_;
@@ -113,4 +94,4 @@ class MachineSession {
 
 }  // namespace zygo::testing
 
-#endif  // ZYGO_SECURITY_TESTS_FAKE_INTERNET_H_
+#endif  // ZYGO_TESTING_FAKE_INTERNET_H_

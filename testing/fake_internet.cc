@@ -1,10 +1,8 @@
-// The network escape tests' fake internet: two test namespaces, a veth pair, a fake DNS
-// server, TCP listeners that never accept (the kernel completes the handshake) and sinks
-// that record which UDP datagrams and ICMP echo requests arrived.
-#include "security_tests/fake_internet.h"
+// The fake internet: two test namespaces, a veth pair, fake DNS servers, TCP servers, and
+// sinks that record which UDP datagrams and ICMP echo requests arrived.
+#include "testing/fake_internet.h"
 
 #include <arpa/inet.h>
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -15,92 +13,16 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <tuple>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "core/base/errno_status.h"
 #include "core/base/status_macros.h"
 #include "net/netns_socket.h"
 
 namespace zygo::testing {
-
-FakeDns::FakeDns(base::UniqueFd socket) : socket_(std::move(socket)) {
-  thread_ = std::thread([this] { Serve(); });
-}
-
-FakeDns::~FakeDns() {
-  stop_ = true;
-  thread_.join();
-}
-
-int FakeDns::QueriesFor(const std::string& name) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return counts_[name];
-}
-
-int FakeDns::Queries() {
-  std::lock_guard<std::mutex> lock(mu_);
-  int total = 0;
-  for (const auto& [name, count] : counts_) total += count;
-  return total;
-}
-
-void FakeDns::Serve() {
-  // The socket is non-blocking: wait in poll, with a timeout so `stop_` is seen.
-  while (!stop_) {
-    pollfd pfd = {socket_.get(), POLLIN, 0};
-    if (poll(&pfd, 1, 50) <= 0) continue;
-    uint8_t question[512];
-    sockaddr_storage peer;
-    socklen_t peer_len = sizeof(peer);
-    const ssize_t n = recvfrom(socket_.get(), question, sizeof(question), 0,
-                               reinterpret_cast<sockaddr*>(&peer), &peer_len);
-    if (n >= 17) {
-      Answer(question, static_cast<size_t>(n), reinterpret_cast<sockaddr*>(&peer), peer_len);
-    }
-  }
-}
-
-void FakeDns::Answer(const uint8_t* q, size_t n, const sockaddr* peer, socklen_t peer_len) {
-  static const std::map<std::string, std::string> kTable = {{"allowed.test", kAllowedAddress},
-                                                            {"other.test", kOtherAddress},
-                                                            {"rebind.test", kLanAddress}};
-  size_t i = 12;
-  std::vector<std::string> labels;
-  while (i < n && q[i] != 0 && i + 1 + q[i] <= n) {
-    std::string label(reinterpret_cast<const char*>(q + i + 1), q[i]);
-    for (char& c : label) c = static_cast<char>(tolower(c));
-    labels.push_back(label);
-    i += 1 + q[i];
-  }
-  if (i + 5 > n) return;
-  const uint16_t qtype = static_cast<uint16_t>(q[i + 1] << 8 | q[i + 2]);
-  const size_t question_end = i + 5;
-  const std::string name = absl::StrJoin(labels, ".");
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    counts_[name]++;
-  }
-  std::vector<uint8_t> r(q, q + question_end);
-  r[2] = 0x84 | (q[2] & 0x01);  // QR, AA, RD as asked
-  r[3] = 0x80;                  // RA, NOERROR
-  r[6] = r[7] = r[8] = r[9] = r[10] = r[11] = 0;
-  auto it = kTable.find(name);
-  if (it == kTable.end()) {
-    r[3] = 0x83;  // NXDOMAIN
-  } else if (qtype == 1) {
-    r[7] = 1;
-    const uint8_t rr[] = {0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4};  // TTL 60 s
-    r.insert(r.end(), rr, rr + sizeof(rr));
-    in_addr addr;
-    inet_pton(AF_INET, it->second.c_str(), &addr);
-    const uint8_t* bytes = reinterpret_cast<const uint8_t*>(&addr);
-    r.insert(r.end(), bytes, bytes + 4);
-  }
-  sendto(socket_.get(), r.data(), r.size(), 0, peer, peer_len);
-}
 
 absl::StatusOr<std::unique_ptr<FakeInternet>> FakeInternet::Start() {
   std::unique_ptr<FakeInternet> internet(new FakeInternet());
@@ -139,16 +61,18 @@ absl::Status FakeInternet::Wire() const {
 }
 
 absl::Status FakeInternet::Serve() {
-  for (auto [address, port] :
-       std::vector<std::pair<const char*, uint16_t>>{{kAllowedAddress, 8080},
-                                                     {kAllowedAddress, 8081},
-                                                     {kOtherAddress, 8080},
-                                                     {kLanAddress, 8080},
-                                                     {kMetadataAddress, 80}}) {
+  std::vector<std::pair<base::UniqueFd, TcpService>> listeners;
+  for (auto [address, port, service] : std::vector<std::tuple<const char*, uint16_t, TcpService>>{
+           {kAllowedAddress, kAllowedPort, TcpService::kAcceptAndClose},
+           {kAllowedAddress, kSourcePort, TcpService::kByteSource},
+           {kOtherAddress, 8080, TcpService::kAcceptAndClose},
+           {kLanAddress, 8080, TcpService::kAcceptAndClose},
+           {kMetadataAddress, 80, TcpService::kAcceptAndClose}}) {
     ZYGO_ASSIGN_OR_RETURN(base::UniqueFd listener,
                           net::testing::Listen(internet_->fd(), address, port));
-    listeners_.push_back(std::move(listener));
+    listeners.emplace_back(std::move(listener), service);
   }
+  tcp_ = std::make_unique<FakeTcpServers>(std::move(listeners));
   for (const char* address : {kAllowedAddress, kOtherAddress, kLanAddress, kMetadataAddress}) {
     ZYGO_ASSIGN_OR_RETURN(udp_sinks_[address],
                           net::testing::BindUdp(internet_->fd(), address, 8080));
@@ -158,9 +82,24 @@ absl::Status FakeInternet::Serve() {
   ZYGO_ASSIGN_OR_RETURN(base::UniqueFd dns, net::testing::BindUdp(internet_->fd(), kDnsServer, 53));
   ZYGO_ASSIGN_OR_RETURN(base::UniqueFd other,
                         net::testing::BindUdp(internet_->fd(), kOtherDns, 53));
-  dns_ = std::make_unique<FakeDns>(std::move(dns));
-  other_dns_ = std::make_unique<FakeDns>(std::move(other));
+  const std::map<std::string, std::string> records = {
+      {kAllowedName, kAllowedAddress}, {"other.test", kOtherAddress}, {"rebind.test", kLanAddress}};
+  dns_ = std::make_unique<FakeDns>(std::move(dns), records);
+  other_dns_ = std::make_unique<FakeDns>(std::move(other), records);
   return absl::OkStatus();
+}
+
+absl::Status FakeInternet::InMachine(const std::function<absl::Status()>& start) const {
+  base::UniqueFd own(open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+  if (!own.valid()) return base::ErrnoStatus(errno, "open(/proc/thread-self/ns/net)");
+  if (setns(machine_->fd(), CLONE_NEWNET) != 0) {
+    return base::ErrnoStatus(errno, "setns(the machine's network namespace)");
+  }
+  absl::Status started = start();
+  if (setns(own.get(), CLONE_NEWNET) != 0) {
+    return base::ErrnoStatus(errno, "setns(back to the caller's network namespace)");
+  }
+  return started;
 }
 
 void FakeInternet::Drain() {
