@@ -5,21 +5,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "agents/wire/little_endian.h"
 
 namespace zygo::wire {
 namespace {
-
-void PutLe(std::string& out, uint64_t value, int bytes) {
-  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xFF));
-}
-
-uint64_t GetLe(absl::string_view in, size_t offset, int bytes) {
-  uint64_t value = 0;
-  for (int i = 0; i < bytes; ++i) {
-    value |= static_cast<uint64_t>(static_cast<unsigned char>(in[offset + i])) << (8 * i);
-  }
-  return value;
-}
 
 const FieldSpec* FindSpec(absl::Span<const FieldSpec> schema, uint16_t tag) {
   for (const FieldSpec& spec : schema) {

@@ -3,25 +3,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "agents/wire/little_endian.h"
 
 namespace zygo::wire {
-namespace {
-
-// Explicit byte order, so the wire format does not depend on the host's.
-void PutLe(std::string& out, uint64_t value, int bytes) {
-  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xFF));
-}
-
-uint64_t GetLe(absl::string_view in, size_t offset, int bytes) {
-  uint64_t value = 0;
-  for (int i = 0; i < bytes; ++i) {
-    value |= static_cast<uint64_t>(static_cast<unsigned char>(in[offset + i])) << (8 * i);
-  }
-  return value;
-}
-
-}  // namespace
-
 bool IsKnownMessageType(uint16_t raw) {
   return raw >= static_cast<uint16_t>(MessageType::kHello) &&
          raw <= static_cast<uint16_t>(MessageType::kJoined);

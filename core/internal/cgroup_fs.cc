@@ -221,6 +221,14 @@ absl::Status OpenCounter::Reset() {
   return absl::InternalError(absl::StrCat("write(", path_, ", \"0\") wrote nothing"));
 }
 
+absl::StatusOr<CgroupUsage> ReadLimitHitsFrom(const OpenCounter& oom_events,
+                                              const OpenCounter& pids_events) {
+  CgroupUsage usage;
+  ZYGO_ASSIGN_OR_RETURN(usage.oom_kills, oom_events.ReadKeyed("oom_kill", 0));
+  ZYGO_ASSIGN_OR_RETURN(usage.pids_max_hits, pids_events.ReadKeyed("max", 0));
+  return usage;
+}
+
 // ---- directories
 
 absl::Status MakeCgroupDir(const std::string& path) {

@@ -111,6 +111,12 @@ class OpenCounter {
   bool writable_ = false;
 };
 
+// What a cgroup's limits stopped, both drivers' way: the OOM kills on the oom_kill line of
+// `oom_events` (v2's memory.events, v1's memory.oom_control; Linux 4.13+, older kernels
+// count nothing) and the forks refused at pids.max on the max line of `pids_events`.
+absl::StatusOr<CgroupUsage> ReadLimitHitsFrom(const OpenCounter& oom_events,
+                                              const OpenCounter& pids_events);
+
 // ---- directories
 
 // mkdir(path, 0755). PermissionDenied naming `path` when the caller may not make a

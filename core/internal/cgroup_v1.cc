@@ -224,11 +224,7 @@ absl::Status CgroupV1::KillAll() {
 }
 
 absl::StatusOr<CgroupUsage> CgroupV1::ReadLimitHits() const {
-  CgroupUsage usage;
-  // The oom_kill line appeared in Linux 4.13; older kernels count nothing.
-  ZYGO_ASSIGN_OR_RETURN(usage.oom_kills, oom_control_.ReadKeyed("oom_kill", 0));
-  ZYGO_ASSIGN_OR_RETURN(usage.pids_max_hits, pids_events_.ReadKeyed("max", 0));
-  return usage;
+  return ReadLimitHitsFrom(oom_control_, pids_events_);
 }
 
 absl::StatusOr<CgroupUsage> CgroupV1::ReadUsage() const {

@@ -126,11 +126,7 @@ absl::Status CgroupV2::AttachFromParent(pid_t pid) {
 }
 
 absl::StatusOr<CgroupUsage> CgroupV2::ReadLimitHits() const {
-  CgroupUsage usage;
-  // memory.events' oom_kill appeared in Linux 4.13; older kernels count nothing.
-  ZYGO_ASSIGN_OR_RETURN(usage.oom_kills, memory_events_.ReadKeyed("oom_kill", 0));
-  ZYGO_ASSIGN_OR_RETURN(usage.pids_max_hits, pids_events_.ReadKeyed("max", 0));
-  return usage;
+  return ReadLimitHitsFrom(memory_events_, pids_events_);
 }
 
 absl::StatusOr<CgroupUsage> CgroupV2::ReadUsage() const {
