@@ -235,6 +235,8 @@ def _attack(event):
     finally:
         child.kill()
         child.wait()
+        # The victim looks for this attacker every 50 ms; an attack can be over sooner.
+        time.sleep(0.5)
 
 
 def main(event):
