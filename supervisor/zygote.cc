@@ -1,5 +1,6 @@
-// The zygote's lifecycle (launch, Hello, death) and its spares (Spawn -> Forked -> admit).
-// Running a request on a spare is in zygote_request.cc.
+// The zygote's lifecycle (launch, Hello, death), its channel's reader and its spares'
+// admission (Spawn -> Forked -> admit -> the pool). The pool is spare_pool.cc, a request's
+// run request_run.cc.
 #include "supervisor/zygote.h"
 
 #include <fcntl.h>
@@ -25,7 +26,7 @@
 #include "core/base/sys/process.h"
 #include "core/launch.h"
 #include "supervisor/log.h"
-#include "supervisor/zygote_spare.h"
+#include "supervisor/request_run.h"
 
 namespace zygo::supervisor {
 namespace {
@@ -68,13 +69,13 @@ absl::StatusOr<std::unique_ptr<Zygote>> Zygote::Start(ZygoteConfig config) {
   }
   std::unique_lock<std::mutex> lock(zygote->mu_);
   bool warm =
-      zygote->ready_cv_.wait_for(lock, absl::ToChronoMilliseconds(zygote->config_.warm_timeout),
+      zygote->hello_cv_.wait_for(lock, absl::ToChronoMilliseconds(zygote->config_.warm_timeout),
                                  [&] { return zygote->hello_ || zygote->dead_.load(); });
   if (!zygote->hello_) {
     lock.unlock();
     zygote->Stop();
     // After Stop the launch thread has said how the sandbox ended.
-    std::string why = warm ? zygote->death_reason_ : "it did not become warm in time";
+    std::string why = warm ? zygote->pool_.close_reason() : "it did not become warm in time";
     std::string tail = zygote->LogTail();
     return absl::FailedPreconditionError(
         absl::StrCat("function ", zygote->config_.name, " could not be warmed: ", why,
@@ -82,7 +83,7 @@ absl::StatusOr<std::unique_ptr<Zygote>> Zygote::Start(ZygoteConfig config) {
   }
   zygote->warm_time_ = absl::FromChrono(std::chrono::steady_clock::now() - start);
   lock.unlock();
-  zygote->TopUpSpares();
+  zygote->pool_.TopUp();
   return zygote;
 }
 
@@ -161,8 +162,7 @@ void Zygote::LaunchThread(base::UniqueFd agent_end, base::UniqueFd log_end) {
   }
   MarkDead(why);
   // The sandbox's own account is better than the reader's "channel closed".
-  std::lock_guard<std::mutex> lock(mu_);
-  death_reason_ = why;
+  pool_.Explain(why);
 }
 
 void Zygote::LogThread(base::UniqueFd log_read) {
@@ -206,53 +206,56 @@ void Zygote::ReaderLoop() {
           hello_ = true;
           agent_pid_ = static_cast<pid_t>(received->sender_pid);
         }
-        ready_cv_.notify_all();
+        hello_cv_.notify_all();
         break;
       }
       case wire::MessageType::kForked:
         HandleForked(*received);
         break;
-      case wire::MessageType::kDone: {
-        absl::StatusOr<wire::DoneMessage> done = wire::DecodeDone(*received);
-        if (!done.ok()) break;
-        int status = done->exit_kind == wire::ExitKind::kExited ? W_EXITCODE(done->exit_code, 0)
-                                                                : done->exit_code;
-        std::unique_ptr<Spare> finished;
-        {
-          std::lock_guard<std::mutex> lock(mu_);
-          auto retired = retiring_.find(done->request_id);
-          if (retired != retiring_.end()) {
-            finished = std::move(retired->second);
-            retiring_.erase(retired);
-          } else {
-            exit_status_[done->request_id] = status;
-            // Statuses of spares dropped unused are never asked for: keep only the recent.
-            while (exit_status_.size() > kMaxKeptStatuses) exit_status_.erase(exit_status_.begin());
-            status_cv_.notify_all();
-          }
-        }
-        if (finished) {
-          DestroySpare(std::move(finished));
-          // A replacement TakeSpare left for later comes now, once the answered child's
-          // exit is over (its teardown would otherwise compete with the reply for a CPU).
-          TopUpSpares();
-        }
+      case wire::MessageType::kDone:
+        HandleDone(*received);
         break;
-      }
       case wire::MessageType::kError: {
         absl::StatusOr<wire::ErrorMessage> error = wire::DecodeError(*received);
         if (error.ok()) {
           LogFor(config_.name, LogLevel::kError, absl::StrCat("agent error: ", error->message));
         }
-        std::lock_guard<std::mutex> lock(mu_);
-        if (error.ok() && error->request_id != 0 && spawning_.erase(error->request_id) > 0) {
-          ready_cv_.notify_all();  // a spare being made is lost: waiting requests ask again
-        }
+        // A spare being made is lost: waiting requests ask again.
+        if (error.ok() && error->request_id != 0) pool_.SpawnFailed(error->request_id);
         break;
       }
       default:
         break;
     }
+  }
+}
+
+// A child of the zygote exited: an answered spare's cgroup can go now, else its status is
+// kept for the request that waits for it.
+void Zygote::HandleDone(wire::ReceivedFrame& received) {
+  absl::StatusOr<wire::DoneMessage> done = wire::DecodeDone(received);
+  if (!done.ok()) return;
+  int status =
+      done->exit_kind == wire::ExitKind::kExited ? W_EXITCODE(done->exit_code, 0) : done->exit_code;
+  std::unique_ptr<Spare> finished;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto retired = retiring_.find(done->request_id);
+    if (retired != retiring_.end()) {
+      finished = std::move(retired->second);
+      retiring_.erase(retired);
+    } else {
+      exit_status_[done->request_id] = status;
+      // Statuses of spares dropped unused are never asked for: keep only the recent.
+      while (exit_status_.size() > kMaxKeptStatuses) exit_status_.erase(exit_status_.begin());
+      status_cv_.notify_all();
+    }
+  }
+  if (finished) {
+    DestroySpare(std::move(finished));
+    // A replacement the pool's Take left for later comes now, once the answered child's
+    // exit is over (its teardown would otherwise compete with the reply for a CPU).
+    pool_.TopUp();
   }
 }
 
@@ -266,20 +269,19 @@ void Zygote::HandleForked(wire::ReceivedFrame& received) {
   spare->pid = static_cast<pid_t>(received.sender_pid);
   spare->sandbox_pid = static_cast<pid_t>(forked->pid);
   spare->channel = std::move(received.fds[0]);
+  std::optional<Clock::time_point> sent = pool_.Claim(spare->id);
+  if (!sent.has_value()) return;  // not one we asked for: dropping it closes it
+  spare->fork_us = MicrosSince(*sent);
   pid_t agent_pid;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto sent = spawning_.find(spare->id);
-    if (sent == spawning_.end()) return;  // not one we asked for: dropping it closes it
-    spare->fork_us = MicrosSince(sent->second);
-    spawning_.erase(sent);
     // A kill reported of an earlier process with this pid (one no request claimed) is not
     // this spare's.
     seccomp_kills_.erase(spare->sandbox_pid);
     agent_pid = agent_pid_;
   }
   // A spare lost on the way (refused, not admitted): requests waiting for one ask again.
-  absl::Cleanup lost = [this] { ready_cv_.notify_all(); };
+  absl::Cleanup lost = [this] { pool_.Lost(); };
   // Opened before the parent check, so the check vouches for the process the pidfd names.
   if (spare->pid > 0) spare->pidfd.Reset(base::sys::RawPidfdOpen(spare->pid));
   // Asked outside the lock: request threads should not wait behind the kernel (or /proc).
@@ -293,62 +295,115 @@ void Zygote::HandleForked(wire::ReceivedFrame& received) {
         absl::StrCat("refused a spare whose sender pid ", spare->pid, " is not the agent's child"));
     return;
   }
+  if (absl::Status prepared = PrepareSpare(*spare); !prepared.ok()) {
+    LogFor(config_.name, LogLevel::kError, prepared.message());
+    DestroySpare(std::move(spare));
+    return;
+  }
+  std::move(lost).Cancel();
+  pool_.Offer(std::move(spare));
+}
+
+// Everything a request would otherwise wait for: its own cgroup, its stdio and the
+// learned prefault. An error (to be logged) means the spare cannot serve.
+absl::Status Zygote::PrepareSpare(Spare& spare) {
   auto admit_start = std::chrono::steady_clock::now();
   if (cgroup_) {
     absl::StatusOr<std::unique_ptr<core::Cgroup>> own = request_cgroups_.Take();
-    absl::Status attached = own.ok() ? Admit(*spare, **own) : own.status();
+    absl::Status attached = own.ok() ? Admit(spare, **own) : own.status();
+    if (own.ok()) spare.cgroup = *std::move(own);
     if (!attached.ok()) {
-      LogFor(config_.name, LogLevel::kError,
-             absl::StrCat("cannot admit a spare: ", attached.message()));
-      kill(spare->pid, SIGKILL);
-      if (own.ok()) spare->cgroup = *std::move(own);
-      DestroySpare(std::move(spare));
-      return;
+      kill(spare.pid, SIGKILL);
+      return absl::Status(attached.code(),
+                          absl::StrCat("cannot admit a spare: ", attached.message()));
     }
-    spare->cgroup = *std::move(own);
   }
-  spare->admit_us = MicrosSince(admit_start);
+  spare.admit_us = MicrosSince(admit_start);
   // The request's stdio, ready before it arrives. Memfds, not pipes: the child never
   // blocks on a full pipe, nobody drains them while it runs, and the pages they fill are
   // charged to the request's own memory cgroup.
   for (int i = 0; i < 3; ++i) {
     static constexpr const char* kNames[] = {"zygo-stdin", "zygo-stdout", "zygo-stderr"};
-    spare->stdio[i].Reset(memfd_create(kNames[i], MFD_CLOEXEC));
-    if (!spare->stdio[i].valid()) {
-      LogFor(config_.name, LogLevel::kError, absl::StrCat("memfd_create: ", strerror(errno)));
-      DestroySpare(std::move(spare));
-      return;
+    spare.stdio[i].Reset(memfd_create(kNames[i], MFD_CLOEXEC));
+    if (!spare.stdio[i].valid()) {
+      return absl::InternalError(absl::StrCat("memfd_create: ", strerror(errno)));
     }
   }
   // Admitted, so what it takes is charged to its own request's cgroup; before any Run,
   // which the channel delivers after it.
   if (std::shared_ptr<const wire::Frame> prefault = prefault_.frame()) {
-    (void)wire::SendFrame(spare->channel.get(), *prefault, {});
+    (void)wire::SendFrame(spare.channel.get(), *prefault, {});
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (dead_.load()) return;
-    // Forked for a request that has been served meanwhile: not needed, unless short.
-    if (waiters_ > 0 || static_cast<int>(ready_.size()) < config_.spares) {
-      ready_.push_back(std::move(spare));
-      std::move(lost).Cancel();
-      ready_cv_.notify_one();
-      return;
-    }
-  }
-  DestroySpare(std::move(spare));
+  return absl::OkStatus();
 }
 
-absl::Status Zygote::RequestSpare() {
-  uint64_t id;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (dead_.load()) return absl::UnavailableError("the zygote is gone");
-    id = next_spare_id_++;
-    spawning_[id] = Clock::now();
+// Into its request cgroup before anything of a request reaches it. On cgroup v1 the spare
+// moves itself: a move made by another process waits, after an idle spell, for an RCU
+// grace period (6-14 ms measured on these VMs), long enough at 250 requests/s for both
+// spares to be taken and a request to wait for the next; a process moving itself never
+// does (0.07 ms for four hierarchies). Join is sent here and not waited for: its answer is
+// read just before the spare's Run (RequestRun::FinishJoin), since waking this thread once
+// more per spare to read it lengthened the tail of requests running meanwhile
+// (docs/bench-warm.md run I). The join files could move any process the spare can name
+// (only its own sandbox's), so they go only to a fresh spare, whose code is the zygote's,
+// and it closes them before any request; see docs/security-model.md.
+absl::Status Zygote::Admit(Spare& spare, core::Cgroup& cgroup) {
+  if (!join_refused_.load()) {
+    absl::StatusOr<std::vector<int>> files = cgroup.SelfJoinFiles();
+    if (files.ok() && !files->empty() && files->size() <= wire::kMaxFdsPerFrame) {
+      absl::StatusOr<wire::Frame> join = wire::Encode(wire::JoinMessage{});
+      if (!join.ok()) return join.status();
+      ZYGO_RETURN_IF_ERROR(wire::SendFrame(spare.channel.get(), *join, *files));
+      spare.joining = true;
+      return absl::OkStatus();
+    }
   }
+  return cgroup.AttachFromParent(spare.pid);
+}
+
+absl::Status Zygote::SendSpawn(uint64_t id) {
   ZYGO_ASSIGN_OR_RETURN(wire::Frame frame, wire::Encode(wire::SpawnMessage{id}));
   return wire::SendFrame(channel_.get(), frame, {});
+}
+
+void Zygote::KillSpare(Spare& spare) {
+  // The spare itself through its pidfd as well as its cgroup: a zygote's code can answer
+  // Join without joining, and such a spare must still die at its request's deadline.
+  if (spare.pidfd.valid()) base::sys::RawPidfdSendSignal(spare.pidfd.get(), SIGKILL);
+  if (spare.cgroup) {
+    spare.cgroup->KillAll().IgnoreError();
+  } else if (spare.pid > 0 && !spare.pidfd.valid()) {
+    kill(spare.pid, SIGKILL);
+  }
+}
+
+void Zygote::DestroySpare(std::unique_ptr<Spare> spare) {
+  if (!spare) return;
+  KillSpare(*spare);
+  spare->channel.Reset();
+  request_cgroups_.Return(std::move(spare->cgroup), spare->cgroup_reusable && !dead_.load());
+}
+
+// An answered spare: its cgroup goes once the zygote has reaped its child (HandleDone), or
+// now if that has happened already.
+void Zygote::RetireSpare(std::unique_ptr<Spare> spare) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto status = exit_status_.find(spare->id);
+    if (status == exit_status_.end() && !dead_.load()) {
+      spare->channel.Reset();
+      retiring_[spare->id] = std::move(spare);
+      return;
+    }
+    if (status != exit_status_.end()) exit_status_.erase(status);
+  }
+  DestroySpare(std::move(spare));
+  pool_.TopUp();
+}
+
+void Zygote::TrimSpares() {
+  // Kept cgroups beyond what the spares will need again.
+  if (pool_.Trim()) request_cgroups_.Trim(static_cast<size_t>(config_.spares));
 }
 
 std::optional<int> Zygote::WaitExitStatus(uint64_t spare_id, absl::Duration wait) {
@@ -374,19 +429,17 @@ std::optional<core::SeccompKillNotice> Zygote::TakeSeccompKill(pid_t sandbox_pid
   return notice;
 }
 
+// The pool closes first, so whoever sees dead_ finds its reason there.
 void Zygote::MarkDead(const std::string& why) {
-  std::deque<std::unique_ptr<Spare>> spares;
+  pool_.Close(why);
   std::map<uint64_t, std::unique_ptr<Spare>> retiring;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!dead_.load()) death_reason_ = why;
     dead_.store(true);
-    spares.swap(ready_);
     retiring.swap(retiring_);
-    ready_cv_.notify_all();
+    hello_cv_.notify_all();
     status_cv_.notify_all();
   }
-  for (auto& spare : spares) DestroySpare(std::move(spare));
   for (auto& [id, spare] : retiring) DestroySpare(std::move(spare));
   request_cgroups_.DestroyFree();
 }
@@ -406,6 +459,11 @@ void Zygote::Stop() {
   request_cgroups_.DestroyFree();
   if (zygote_cgroup_) zygote_cgroup_->Destroy().IgnoreError();
   if (cgroup_) cgroup_->Destroy().IgnoreError();
+}
+
+void Zygote::Run(const SpareRequest& request, const CancelSignal& cancel,
+                 const std::function<void(ExecReply)>& deliver) {
+  RequestRun(*this, request, cancel).Run(deliver);
 }
 
 }  // namespace zygo::supervisor

@@ -3,7 +3,9 @@
 // request needs it, so a request pays only for sending the event and getting the answer
 // back (a v1 cgroup move costs up to ~11 ms after a quiet spell; see docs/supervisor.md).
 // A taken spare is replaced once its answered child is reaped, or at once when no other
-// spare is ready (zygote_spares.cc). Parent (supervisor) side; thread-safe.
+// spare is ready (spare_pool.cc). This class launches the sandbox, reads the agent's
+// channel and handles its death; a request's run is RequestRun's. Parent (supervisor)
+// side; thread-safe.
 #ifndef ZYGO_SUPERVISOR_ZYGOTE_H_
 #define ZYGO_SUPERVISOR_ZYGOTE_H_
 
@@ -13,7 +15,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -36,6 +37,8 @@
 #include "supervisor/request_cgroups.h"
 #include "supervisor/script_bytecode_cache.h"
 #include "supervisor/service.h"
+#include "supervisor/spare_pool.h"
+#include "supervisor/zygote_spare.h"
 
 namespace zygo::supervisor {
 
@@ -63,7 +66,9 @@ struct SpareRequest {
   int64_t timeout_ms = 0;
 };
 
-class Zygote {
+// Lock order: mu_ is never held while calling the pool (SparePool's lock is a leaf) or
+// RequestCgroups, so no two of them nest.
+class Zygote : private SparePool::Host {
  public:
   // Per pool zygote: thousands of small scripts fit; the oldest go first beyond it.
   static constexpr size_t kMaxBytecodeCacheBytes = 64 << 20;
@@ -73,7 +78,7 @@ class Zygote {
   // Starts the sandbox and waits until the agent says Hello (warm) or fails; the error
   // carries the end of what the agent printed (an import error's traceback, say).
   static absl::StatusOr<std::unique_ptr<Zygote>> Start(ZygoteConfig config);
-  ~Zygote();
+  ~Zygote() override;
 
   // Runs one request on a spare and calls `deliver` with the reply as soon as it is known;
   // then removes the request's cgroup, on the caller's thread.
@@ -87,7 +92,7 @@ class Zygote {
   absl::Duration warm_time() const { return warm_time_; }
 
  private:
-  struct Spare;
+  friend class RequestRun;  // a request's run uses the spares, statuses and caches below
   using Clock = std::chrono::steady_clock;
   explicit Zygote(ZygoteConfig config);
 
@@ -95,24 +100,21 @@ class Zygote {
   void LaunchThread(base::UniqueFd agent_end, base::UniqueFd log_end);
   void LogThread(base::UniqueFd log_read);
   void ReaderLoop();
+  void HandleDone(wire::ReceivedFrame& received);
   void HandleForked(wire::ReceivedFrame& received);
-  absl::Status RequestSpare();
-  void TopUpSpares();
-  void TrimSpares();
-  absl::StatusOr<std::unique_ptr<Spare>> TakeSpare(int64_t wait_ms, const CancelSignal& cancel);
+  absl::Status PrepareSpare(Spare& spare);
+  absl::Status Admit(Spare& spare, core::Cgroup& cgroup);
+  // SparePool::Host: a Spawn to the agent, and a spare's end.
+  absl::Status SendSpawn(uint64_t id) override;
+  void DestroySpare(std::unique_ptr<Spare> spare) override;
   void MarkDead(const std::string& why);
   std::optional<int> WaitExitStatus(uint64_t spare_id, absl::Duration wait);
   // The seccomp kill zygo-init reported of `sandbox_pid`, waiting up to `wait` for it (its
   // report and the spare's exit come by different paths); nullopt if none.
   std::optional<core::SeccompKillNotice> TakeSeccompKill(pid_t sandbox_pid, absl::Duration wait);
   void KillSpare(Spare& spare);
-  void DestroySpare(std::unique_ptr<Spare> spare);
   void RetireSpare(std::unique_ptr<Spare> spare);
-  void LearnTouched(Spare& spare);
-  absl::Status SendRun(Spare& spare, const SpareRequest& request, bool report_touched,
-                       bool* sent_code);
-  absl::Status Admit(Spare& spare, core::Cgroup& cgroup);
-  absl::Status FinishJoin(Spare& spare, Clock::time_point deadline);
+  void TrimSpares();
   std::string LogTail() const;
 
   ZygoteConfig config_;
@@ -125,16 +127,11 @@ class Zygote {
   absl::Duration warm_time_;
 
   mutable std::mutex mu_;
-  std::condition_variable ready_cv_;   // a spare is ready, the agent said Hello, or died
-  std::condition_variable status_cv_;  // an exit status arrived (only error paths wait)
-  bool hello_ = false;                 // the agent is warm
-  std::string death_reason_;           // why the sandbox ended or never started
-  base::UniqueFd pidfd_;               // the sandbox's init
-  pid_t agent_pid_ = 0;                // the zygote agent, in our pid namespace
-  std::deque<std::unique_ptr<Spare>> ready_;
-  std::map<uint64_t, Clock::time_point> spawning_;  // Spawn sent, Forked not yet received
-  uint64_t next_spare_id_ = 1;
-  int waiters_ = 0;                      // requests waiting for a spare
+  std::condition_variable hello_cv_;     // the agent said Hello, or died
+  std::condition_variable status_cv_;    // an exit status arrived (only error paths wait)
+  bool hello_ = false;                   // the agent is warm
+  base::UniqueFd pidfd_;                 // the sandbox's init
+  pid_t agent_pid_ = 0;                  // the zygote agent, in our pid namespace
   std::map<uint64_t, int> exit_status_;  // spare id -> wait status, from the zygote's Done
   // Processes zygo-init killed for a foreign-ABI call, by their pid in the sandbox.
   std::map<pid_t, core::SeccompKillNotice> seccomp_kills_;
@@ -152,6 +149,8 @@ class Zygote {
   LearnedPrefault prefault_{config_.request_limits.memory_bytes};
   std::atomic<bool> dead_{false};
   std::atomic<bool> stopping_{false};
+  // Its spares, ready and being forked; closed with the death's reason (spare_pool.h).
+  SparePool pool_{*this, config_.spares, config_.name};
 };
 
 }  // namespace zygo::supervisor

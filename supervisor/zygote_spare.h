@@ -10,13 +10,12 @@
 
 #include "core/base/unique_fd.h"
 #include "core/cgroup.h"
-#include "supervisor/zygote.h"
 
 namespace zygo::supervisor {
 
-struct Zygote::Spare {
+struct Spare {
   uint64_t id = 0;
-  pid_t pid = 0;                         // in the supervisor's pid namespace
+  pid_t pid = 0;  // in the supervisor's pid namespace
   // As the sandbox numbers it, by the spare's own word (its Forked message): only for
   // telling which request a seccomp kill of zygo-init's was, a report about the
   // function's own requests that the function's own code could at worst misplace.
