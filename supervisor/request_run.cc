@@ -209,6 +209,13 @@ absl::Status RequestRun::SendRun() {
 RequestRun::Answer RequestRun::AwaitAnswer() const {
   const int channel = spare_->channel.get();
   Answer answer;
+  // A Done or Failed that decodes ends the wait; one that does not is a protocol error.
+  auto ends = [&answer](auto decoded, Ending ending, auto* message) {
+    if (!decoded.ok()) return false;
+    answer.ending = ending;
+    *message = *std::move(decoded);
+    return true;
+  };
   for (;;) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now());
     if (left.count() <= 0) {
@@ -238,19 +245,9 @@ RequestRun::Answer RequestRun::AwaitAnswer() const {
         continue;
       }
     } else if (frame->frame.type == wire::MessageType::kDone) {
-      absl::StatusOr<wire::DoneMessage> done = wire::DecodeDone(*frame);
-      if (done.ok()) {
-        answer.ending = Ending::kDone;
-        answer.done = *std::move(done);
-        return answer;
-      }
+      if (ends(wire::DecodeDone(*frame), Ending::kDone, &answer.done)) return answer;
     } else if (frame->frame.type == wire::MessageType::kFailed) {
-      absl::StatusOr<wire::FailedMessage> failed = wire::DecodeFailed(*frame);
-      if (failed.ok()) {
-        answer.ending = Ending::kFailed;
-        answer.failed = *std::move(failed);
-        return answer;
-      }
+      if (ends(wire::DecodeFailed(*frame), Ending::kFailed, &answer.failed)) return answer;
     }
     answer.ending = Ending::kProtocolError;
     answer.protocol_error =

@@ -66,8 +66,8 @@ struct SpareRequest {
   int64_t timeout_ms = 0;
 };
 
-// Lock order: mu_ is never held while calling the pool (SparePool's lock is a leaf) or
-// RequestCgroups, so no two of them nest.
+// Lock order: mu_ is never held while calling the pool or RequestCgroups, and neither
+// calls back with its own lock held, so none of the three locks nest.
 class Zygote : private SparePool::Host {
  public:
   // Per pool zygote: thousands of small scripts fit; the oldest go first beyond it.
