@@ -60,7 +60,7 @@ check "no supervisor (exec): exit 125" rc_is noserver-exec 125
 check "no supervisor (exec): one line" one_line noserver-exec
 
 # --- against the fake supervisor --------------------------------------------------------
-/usr/bin/python3 "$here/testdata/fake_supervisor.py" "$sock" "$tmp/requests.log" &
+PYTHONPATH="$here/../testing/python" /usr/bin/python3 "$here/testdata/fake_supervisor.py" "$sock" "$tmp/requests.log" &
 server_pid=$!
 for _ in $(seq 100); do [[ -S $sock ]] && break; sleep 0.05; done
 

@@ -5,13 +5,13 @@ as one JSON line (method, path, query, content type, body) for the test to check
 Usage: fake_supervisor.py SOCKET LOG
 """
 import hashlib
-import http.server
 import json
 import os
 import re
-import socketserver
 import sys
 import urllib.parse
+
+import fake_api_server
 
 
 def info(name, runtime="python", entry="handler.py:handle", pool=False):
@@ -82,19 +82,8 @@ def run(name, body, query):
                       stdout="handler says hi\n", stderr="handler warns\n")
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
-    def log_message(self, *args):  # the unix socket has no client address to log
-        pass
-
-    def answer(self, status, obj):
-        data = json.dumps(obj).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def handle_any(self):
+class Handler(fake_api_server.JsonHandler):
+    def route(self):
         url = urllib.parse.urlsplit(self.path)
         query = urllib.parse.parse_qs(url.query)
         length = int(self.headers.get("Content-Length", 0))
@@ -133,18 +122,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.answer(*run(urllib.parse.unquote(parts[2]), body, query))
         return self.answer(*error("not_found", f"no route for {self.command} {url.path}"))
 
-    do_GET = do_POST = do_PUT = do_DELETE = handle_any
-
-
-class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    daemon_threads = True
-
 
 def main():
     socket_path, log = sys.argv[1], sys.argv[2]
     if os.path.exists(socket_path):
         os.unlink(socket_path)
-    with Server(socket_path, Handler) as server:
+    with fake_api_server.UnixServer(socket_path, Handler) as server:
         server.log = log
         server.serve_forever()
 

@@ -1,33 +1,21 @@
 """The Python SDK against a fake supervisor: the API over a unix socket, served from a
 thread by http.server, which records each request so the tests can check what was sent."""
 import hashlib
-import http.server
 import json
 import os
 import shutil
-import socketserver
 import tempfile
 import threading
 import unittest
 import urllib.parse
 from unittest import mock
 
+import fake_api_server
 import zygo_sdk
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
-    def log_message(self, *args):  # a unix socket peer has no address to log
-        pass
-
-    def _answer(self, status, obj):
-        data = json.dumps(obj).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _handle(self):
+class _Handler(fake_api_server.JsonHandler):
+    def route(self):
         url = urllib.parse.urlsplit(self.path)
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         request = {"method": self.command, "path": url.path,
@@ -37,36 +25,30 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         functions = self.server.functions
         route = (self.command, url.path)
         if route == ("GET", "/v1/health"):
-            return self._answer(200, {"ok": True})
+            return self.answer(200, {"ok": True})
         if route == ("GET", "/v1/functions"):
-            return self._answer(200, {"functions": list(functions.values())})
+            return self.answer(200, {"functions": list(functions.values())})
         if route == ("POST", "/v1/functions"):
             name = body.decode().split('"')[1]
             functions[name] = {"name": name, "runtime": "python", "image": "host",
                                "state": "warming", "pool": False}
-            return self._answer(201, functions[name])
+            return self.answer(201, functions[name])
         if route == ("PUT", "/v1/scripts"):
-            return self._answer(201, {"digest": "sha256:" + hashlib.sha256(body).hexdigest()})
+            return self.answer(201, {"digest": "sha256:" + hashlib.sha256(body).hexdigest()})
         parts = url.path.split("/")
         name = urllib.parse.unquote(parts[3]) if len(parts) > 3 else ""
         if name not in functions:
-            return self._answer(404, {"error": {"code": "not_found",
+            return self.answer(404, {"error": {"code": "not_found",
                                                 "message": f"no function named {name}"}})
         if self.command == "DELETE":
             del functions[name]
-            return self._answer(200, {"ok": True})
+            return self.answer(200, {"ok": True})
         event = json.loads(body) if body else None
         if name == "raiser":
-            return self._answer(200, {"ok": False, "result": None, "error": {
+            return self.answer(200, {"ok": False, "result": None, "error": {
                 "type": "ValueError", "message": "bad", "traceback": "Traceback ..."}})
-        return self._answer(200, {"ok": True, "result": {"event": event}, "error": None,
+        return self.answer(200, {"ok": True, "result": {"event": event}, "error": None,
                                   "stdout": "hi\n", "stderr": ""})
-
-    do_GET = do_POST = do_PUT = do_DELETE = _handle
-
-
-class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    daemon_threads = True
 
 
 class ClientTest(unittest.TestCase):
@@ -74,7 +56,7 @@ class ClientTest(unittest.TestCase):
         # sun_path holds 108 bytes: keep the socket in a short directory.
         self.dir = tempfile.mkdtemp(prefix="zygo-sdk-", dir="/tmp")
         self.socket_path = os.path.join(self.dir, "zygo.sock")
-        self.server = _Server(self.socket_path, _Handler)
+        self.server = fake_api_server.UnixServer(self.socket_path, _Handler)
         self.server.requests = []
         self.server.functions = {"raiser": {"name": "raiser"}, "a/b": {"name": "a/b"}}
         threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True).start()

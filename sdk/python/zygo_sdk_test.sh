@@ -4,4 +4,5 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$here"
+export PYTHONPATH="$here/../../testing/python"
 exec /usr/bin/python3 -m unittest -v zygo_sdk_test
