@@ -22,11 +22,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void Write(const std::string& path, const std::string& text) {
-  fs::create_directories(fs::path(path).parent_path());
-  std::ofstream(path) << text;
-}
-
 // The host directory mounted at `sandbox` in `job`, or "".
 std::string HostOf(const SandboxJob& job, const std::string& sandbox) {
   for (const JobMount& mount : job.mounts) {
@@ -43,8 +38,9 @@ absl::StatusOr<int> FakeCompile(const SandboxJob& job) {
   for (const auto& entry : fs::recursive_directory_iterator(job.rootfs + dir)) {
     if (entry.path().extension() != ".py") continue;
     std::string rel = entry.path().lexically_relative(job.rootfs).parent_path().string();
-    Write(absl::StrCat(out, "/pyc/", rel, "/", entry.path().stem().string(), ".cpython-311.pyc"),
-          "pyc of " + entry.path().filename().string());
+    testing::WriteTestFile(
+        absl::StrCat(out, "/pyc/", rel, "/", entry.path().stem().string(), ".cpython-311.pyc"),
+        "pyc of " + entry.path().filename().string());
   }
   return 0;
 }
@@ -84,10 +80,10 @@ class BytecodeLayer : public ::testing::Test {
   }
 
   static void Stdlib(const std::string& root) {
-    Write(root + "/usr/lib/python3.11/os.py", "import posix\n");
-    Write(root + "/usr/lib/python3.11/json/__init__.py", "");
-    Write(root + "/usr/lib/python3.11/json/decoder.py", "");
-    Write(root + "/usr/bin/python3.11", "#!binary");
+    testing::WriteTestFile(root + "/usr/lib/python3.11/os.py", "import posix\n");
+    testing::WriteTestFile(root + "/usr/lib/python3.11/json/__init__.py", "");
+    testing::WriteTestFile(root + "/usr/lib/python3.11/json/decoder.py", "");
+    testing::WriteTestFile(root + "/usr/bin/python3.11", "#!binary");
   }
 
   std::string dir_;
@@ -99,10 +95,10 @@ TEST_F(BytecodeLayer, FindsOnlyStdlibsWithSourcesAndNoBytecode) {
   fs::create_directories(root + "/usr/lib/python3");  // Debian's dist-packages parent
   EXPECT_TRUE(FindUncompiledStdlib(root).empty());
   EXPECT_TRUE(FindUncompiledStdlib(dir_ + "/missing").empty());
-  Write(root + "/usr/local/lib/python3.12/os.py", "");
-  Write(root + "/usr/lib/python3.11/os.py", "");
-  Write(root + "/usr/bin/python3.11", "");
-  Write(root + "/usr/lib/python3.10d/os.py", "");  // not a stdlib name
+  testing::WriteTestFile(root + "/usr/local/lib/python3.12/os.py", "");
+  testing::WriteTestFile(root + "/usr/lib/python3.11/os.py", "");
+  testing::WriteTestFile(root + "/usr/bin/python3.11", "");
+  testing::WriteTestFile(root + "/usr/lib/python3.10d/os.py", "");  // not a stdlib name
   fs::create_directory_symlink("python3.11", root + "/usr/lib/python3.9");
   std::vector<StdlibDir> found = FindUncompiledStdlib(root);
   ASSERT_EQ(found.size(), 2u);
@@ -112,8 +108,8 @@ TEST_F(BytecodeLayer, FindsOnlyStdlibsWithSourcesAndNoBytecode) {
   EXPECT_EQ(found[1].dir, "/usr/lib/python3.11");
   EXPECT_EQ(found[1].python, "/usr/bin/python3.11");
   // Compiled already: nothing to do.
-  Write(root + "/usr/lib/python3.11/__pycache__/os.cpython-311.pyc", "");
-  Write(root + "/usr/local/lib/python3.12/__pycache__/os.cpython-312.pyc", "");
+  testing::WriteTestFile(root + "/usr/lib/python3.11/__pycache__/os.cpython-311.pyc", "");
+  testing::WriteTestFile(root + "/usr/local/lib/python3.12/__pycache__/os.cpython-312.pyc", "");
   EXPECT_TRUE(FindUncompiledStdlib(root).empty());
 }
 
@@ -177,7 +173,8 @@ TEST_F(BytecodeLayer, BuildsOnceNextToTheSourcesAndRecordsTheDerivedImage) {
 }
 
 TEST_F(BytecodeLayer, AnImageWithoutPythonNeedsNone) {
-  RunnableImage image = AddImage([](const std::string& root) { Write(root + "/bin/sh", ""); });
+  RunnableImage image =
+      AddImage([](const std::string& root) { testing::WriteTestFile(root + "/bin/sh", ""); });
   int runs = 0;
   absl::StatusOr<std::optional<BytecodeRoot>> root =
       EnsureBytecodeRoot(*store_, image, [&](const SandboxJob&) {
@@ -194,7 +191,7 @@ TEST_F(BytecodeLayer, AFailedCompileIsAnErrorWithTheLogsLastLineAndLeavesNothing
   SandboxRunner fail = [](const SandboxJob& job) {
     EXPECT_NE(job.output.find("/tmp/"), std::string::npos);  // the store's tmp/, not the mount
     EXPECT_EQ(job.output.find(HostOf(job, "/tmp") + "/"), std::string::npos);
-    Write(job.output, "Traceback ...\nSyntaxError: boom\n\n");
+    testing::WriteTestFile(job.output, "Traceback ...\nSyntaxError: boom\n\n");
     return absl::StatusOr<int>(1);
   };
   absl::StatusOr<std::optional<BytecodeRoot>> root = EnsureBytecodeRoot(*store_, image, fail);
@@ -225,9 +222,9 @@ TEST_F(BytecodeLayer, TheJobsOutputCannotPlaceFilesThroughSymlinksOrWithoutSourc
   });
   SandboxRunner run = [&](const SandboxJob& job) {
     std::string pyc = HostOf(job, "/tmp") + "/pyc/usr/lib/python3.11";
-    Write(pyc + "/evil/x.cpython-311.pyc", "through a symlink");
-    Write(pyc + "/nosource.cpython-311.pyc", "no nosource.py");
-    Write(pyc + "/os.cpython-312.pyc", "wrong tag");
+    testing::WriteTestFile(pyc + "/evil/x.cpython-311.pyc", "through a symlink");
+    testing::WriteTestFile(pyc + "/nosource.cpython-311.pyc", "no nosource.py");
+    testing::WriteTestFile(pyc + "/os.cpython-312.pyc", "wrong tag");
     return FakeCompile(job);
   };
   absl::StatusOr<std::optional<BytecodeRoot>> root = EnsureBytecodeRoot(*store_, image, run);

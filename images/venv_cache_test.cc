@@ -22,11 +22,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void Write(const std::string& path, const std::string& text) {
-  fs::create_directories(fs::path(path).parent_path());
-  std::ofstream(path) << text;
-}
-
 std::string Read(const std::string& path) {
   std::ifstream in(path);
   std::stringstream text;
@@ -54,7 +49,7 @@ class VenvCache : public ::testing::Test {
     image_.config.env = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8"};
     fs::create_directories(image_.rootfs + "/tmp");
     request_.requirements = dir_ + "/requirements.txt";
-    Write(request_.requirements, "tinypkg==1.0\n");
+    testing::WriteTestFile(request_.requirements, "tinypkg==1.0\n");
   }
 
   // Plays the build script: a venv with bin/python, the log and pip's temp directory.
@@ -67,9 +62,9 @@ class VenvCache : public ::testing::Test {
       if (job.output.empty() || job.output.rfind(venv->host + "/", 0) == 0) {
         return absl::InternalError("the log must be outside the job's writable mount");
       }
-      Write(job.output, log);
-      Write(venv->host + "/.zygo-tmp/pip-build/x", "");
-      Write(venv->host + "/bin/python", "");
+      testing::WriteTestFile(job.output, log);
+      testing::WriteTestFile(venv->host + "/.zygo-tmp/pip-build/x", "");
+      testing::WriteTestFile(venv->host + "/bin/python", "");
       return exit_code;
     };
   }
@@ -125,7 +120,7 @@ TEST_F(VenvCache, BuildsOnceWithTheImagesPipAndReusesIt) {
   EXPECT_EQ(again->path, venv->path);
   EXPECT_EQ(runs_, 1);
   // An edit makes a new one.
-  Write(request_.requirements, "tinypkg==1.0\n# edited\n");
+  testing::WriteTestFile(request_.requirements, "tinypkg==1.0\n# edited\n");
   absl::StatusOr<Venv> edited = EnsureVenv(*store_, image_, image_.rootfs, request_, Fake());
   ASSERT_TRUE(edited.ok()) << edited.status();
   EXPECT_TRUE(edited->built);
