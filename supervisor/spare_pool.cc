@@ -137,17 +137,15 @@ void SparePool::SpawnFailed(uint64_t id) {
   if (spawning_.erase(id) > 0) ready_cv_.notify_all();
 }
 
-void SparePool::Close(const std::string& why) {
+std::deque<std::unique_ptr<Spare>> SparePool::Close(const std::string& why) {
   std::deque<std::unique_ptr<Spare>> spares;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (closed_) return;
-    closed_ = true;
-    close_reason_ = why;
-    spares.swap(ready_);
-    ready_cv_.notify_all();
-  }
-  for (auto& spare : spares) host_.DestroySpare(std::move(spare));
+  std::lock_guard<std::mutex> lock(mu_);
+  if (closed_) return spares;
+  closed_ = true;
+  close_reason_ = why;
+  spares.swap(ready_);
+  ready_cv_.notify_all();
+  return spares;
 }
 
 void SparePool::Explain(const std::string& why) {

@@ -62,9 +62,11 @@ class SparePool {
   // The agent could not fork spare `id`: waiting requests ask again.
   void SpawnFailed(uint64_t id);
 
-  // Closes the pool for good: the ready spares are destroyed, and waiting and later
-  // requests get Unavailable with `why`. A later call changes nothing.
-  void Close(const std::string& why);
+  // Closes the pool for good: waiting and later requests get Unavailable with `why`. The
+  // ready spares are handed back for the caller to destroy once it has marked the zygote
+  // dead, so that nobody sees a closed pool behind a zygote that still says it is alive
+  // for as long as destroying takes. A later call changes nothing and returns none.
+  [[nodiscard]] std::deque<std::unique_ptr<Spare>> Close(const std::string& why);
   // Replaces the reason a closed pool gives (the sandbox's own account of its end
   // arrives after the reader's "channel closed").
   void Explain(const std::string& why);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <deque>
 #include <utility>
 #include <vector>
 
@@ -431,7 +432,7 @@ std::optional<core::SeccompKillNotice> Zygote::TakeSeccompKill(pid_t sandbox_pid
 
 // The pool closes first, so whoever sees dead_ finds its reason there.
 void Zygote::MarkDead(const std::string& why) {
-  pool_.Close(why);
+  std::deque<std::unique_ptr<Spare>> spares = pool_.Close(why);
   std::map<uint64_t, std::unique_ptr<Spare>> retiring;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -440,6 +441,7 @@ void Zygote::MarkDead(const std::string& why) {
     hello_cv_.notify_all();
     status_cv_.notify_all();
   }
+  for (auto& spare : spares) DestroySpare(std::move(spare));
   for (auto& [id, spare] : retiring) DestroySpare(std::move(spare));
   request_cgroups_.DestroyFree();
 }
