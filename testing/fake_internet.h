@@ -43,10 +43,10 @@ class FakeInternet {
 
   const net::testing::TestNetns& machine() const { return *machine_; }
   const net::testing::TestNetns& internet() const { return *internet_; }
-  // kAllowedAddress 8080, kOtherAddress 8080, kLanAddress 8080 and kMetadataAddress 80
-  // accept and close; kAllowedAddress kSourcePort is a byte source.
   FakeDns& dns() { return *dns_; }              // at kDnsServer:53
   FakeDns& other_dns() { return *other_dns_; }  // at kOtherDns:53
+  // TCP: kAllowedAddress 8080, kOtherAddress 8080, kLanAddress 8080 and kMetadataAddress 80
+  // accept and close; kAllowedAddress kSourcePort is a byte source (FakeTcpServers).
 
   // What arrived: UDP sockets listen on port 8080 of kAllowedAddress, kOtherAddress,
   // kLanAddress and kMetadataAddress, and a raw socket sees every ICMP packet coming in.
