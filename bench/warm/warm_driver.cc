@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/base/errno_status.h"
+#include "core/base/status_macros.h"
 
 namespace zygo::bench {
 namespace {
@@ -32,6 +33,19 @@ void SleepUntilNs(int64_t deadline_ns) {
 
 absl::Status BadReply(int k, const std::string& reply, absl::string_view why) {
   return absl::InternalError(absl::StrCat("reply ", k + 1, " ", why, ": ", reply.substr(0, 1500)));
+}
+
+// replies[k] parsed, if it is an ok reply with the handler's result for event k.
+absl::StatusOr<nlohmann::json> ParseOkReply(
+    const std::vector<std::string>& replies, size_t k,
+    const std::function<bool(const nlohmann::json&, int)>& matches) {
+  nlohmann::json reply = nlohmann::json::parse(replies[k], nullptr, false);
+  if (reply.is_discarded() || !reply.is_object()) return BadReply(k, replies[k], "is not JSON");
+  if (reply.value("ok", false) != true) return BadReply(k, replies[k], "is not ok");
+  if (!matches(reply["result"], static_cast<int>(k))) {
+    return BadReply(k, replies[k], "is not the handler's result for its event");
+  }
+  return reply;
 }
 
 }  // namespace
@@ -138,12 +152,7 @@ absl::Status CheckExecReplies(const std::vector<std::string>& replies,
                               const std::function<bool(const nlohmann::json&, int)>& matches,
                               PhaseSamples* phases) {
   for (size_t k = 0; k < replies.size(); ++k) {
-    nlohmann::json reply = nlohmann::json::parse(replies[k], nullptr, false);
-    if (reply.is_discarded() || !reply.is_object()) return BadReply(k, replies[k], "is not JSON");
-    if (reply.value("ok", false) != true) return BadReply(k, replies[k], "is not ok");
-    if (!matches(reply["result"], static_cast<int>(k))) {
-      return BadReply(k, replies[k], "is not the handler's result for its event");
-    }
+    ZYGO_ASSIGN_OR_RETURN(nlohmann::json reply, ParseOkReply(replies, k, matches));
     const nlohmann::json& t = reply["timings_us"];
     if (!t.is_object()) return BadReply(k, replies[k], "has no timings_us");
     phases->fork_us.push_back(t.value("fork", 0.0));
@@ -158,12 +167,7 @@ absl::Status CheckExecReplies(const std::vector<std::string>& replies,
 absl::Status CheckPeerReplies(const std::vector<std::string>& replies,
                               const std::function<bool(const nlohmann::json&, int)>& matches) {
   for (size_t k = 0; k < replies.size(); ++k) {
-    nlohmann::json reply = nlohmann::json::parse(replies[k], nullptr, false);
-    if (reply.is_discarded() || !reply.is_object()) return BadReply(k, replies[k], "is not JSON");
-    if (reply.value("ok", false) != true) return BadReply(k, replies[k], "is not ok");
-    if (!matches(reply["result"], static_cast<int>(k))) {
-      return BadReply(k, replies[k], "is not the handler's result for its event");
-    }
+    ZYGO_RETURN_IF_ERROR(ParseOkReply(replies, k, matches).status());
   }
   return absl::OkStatus();
 }
