@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
 #include "bench/common/interleaved.h"
 #include "bench/common/other_work.h"
 #include "bench/common/timed_spawn.h"
@@ -94,10 +95,19 @@ void PrintCommands(const std::vector<InterleavedCase>& cases) {
   }
 }
 
+// Prints the method line (the runs, then `method_rest`), measures `cases` taking turns, and
+// prints the table against `peer`, each case's steps, the other work and the commands.
 absl::StatusOr<std::vector<MeasuredCase>> MeasureAndPrint(const std::vector<InterleavedCase>& cases,
                                                           const InterleavedOptions& options,
+                                                          absl::string_view method_rest,
                                                           const PullBenchContext& b,
                                                           const char* peer) {
+  printf(
+      "method: %d runs after %d warm-up of each case, %zu cases taking turns; spawn to reap, "
+      "CLOCK_MONOTONIC%.*s\n",
+      options.runs, options.warmup, cases.size(), static_cast<int>(method_rest.size()),
+      method_rest.data());
+  fflush(stdout);
   const LocalRegistry* registry = b.registry;
   OtherWork other_work([registry] { return registry->CpuSeconds(); });
   ZYGO_ASSIGN_OR_RETURN(std::vector<MeasuredCase> measured, MeasureInterleaved(cases, options));
@@ -263,17 +273,16 @@ absl::Status RunPullPart(const PullBenchContext& b) {
       cases.push_back(ZygoColdCase(b, variant, std::move(steps), paths.cold_store, warm.blobs));
     }
   }
-  printf(
-      "method: %d runs after %d warm-up of each case, %zu cases taking turns; spawn to reap, "
-      "CLOCK_MONOTONIC, steps summed; nearest-rank percentiles. Untimed between runs: a fresh "
-      "directory, sync(1), checks that the run did its work (the registry's log of zygo's "
-      "requests; the unpacked root), removal. Peer: skopeo+umoci (it has no store to be warm: "
-      "`zygo warm` is what a repeated `zygo pull` costs, not like-for-like)\n",
-      b.options.pull_runs, b.options.pull_warmup, cases.size());
-  fflush(stdout);
   InterleavedOptions options{b.options.pull_runs, b.options.pull_warmup, kPullDeadlineMs,
                              b.interrupted};
-  return MeasureAndPrint(cases, options, b, kVariantPullPeer).status();
+  return MeasureAndPrint(cases, options,
+                         ", steps summed; nearest-rank percentiles. Untimed between runs: a fresh "
+                         "directory, sync(1), checks that the run did its work (the registry's "
+                         "log of zygo's requests; the unpacked root), removal. Peer: "
+                         "skopeo+umoci (it has no store to be warm: `zygo warm` is what a "
+                         "repeated `zygo pull` costs, not like-for-like)",
+                         b, kVariantPullPeer)
+      .status();
 }
 
 // ---- Part 2: a one-shot run in the image.
@@ -341,14 +350,11 @@ absl::Status RunOneShotPart(const PullBenchContext& b) {
   printf("image: loaded with `zygo load` (untimed); bwrap's root is zygo's flattened root %s\n",
          image.rootfs.c_str());
   ZYGO_RETURN_IF_ERROR(ReportFirstUse(b, store, cases[1].steps[0]));
-  printf(
-      "method: %d runs after %d warm-up of each case, %zu cases taking turns; spawn to reap, "
-      "CLOCK_MONOTONIC; nearest-rank percentiles. Peer: bwrap\n",
-      b.options.oneshot_runs, b.options.oneshot_warmup, cases.size());
-  fflush(stdout);
   InterleavedOptions options{b.options.oneshot_runs, b.options.oneshot_warmup, kOneShotDeadlineMs,
                              b.interrupted};
-  return MeasureAndPrint(cases, options, b, kVariantRunPeer).status();
+  return MeasureAndPrint(cases, options, "; nearest-rank percentiles. Peer: bwrap", b,
+                         kVariantRunPeer)
+      .status();
 }
 
 }  // namespace zygo::bench

@@ -159,7 +159,7 @@ absl::StatusOr<int> MeasureAgainstPeer(const WarmOptions& options, SupervisorSes
   };
   for (int i = 0; i < options.warmup_requests; ++i) ZYGO_RETURN_IF_ERROR(peer_call(i).status());
   printf(
-      "peer: %s running bench/prefork_peer.py: unsandboxed, the same handler file and "
+      "peer: %s running bench/warm/prefork_peer.py: unsandboxed, the same handler file and "
       "imports, os.fork() per request, the reply through a pipe; a line of JSON per request "
       "on one connection, same schedules; %d untimed requests first\n",
       PythonVersion(options.python).c_str(), options.warmup_requests);

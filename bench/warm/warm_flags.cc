@@ -17,7 +17,7 @@ schedule (--requests at --rate per second; a request whose slot passed is sent a
 then --slow-requests spaced --slow-interval-ms apart. Reports client p50/p99, the
 supervisor's per-phase times, the host's bare fork()+wait() floor, how steady the host was
 (the lowest and highest median latency over windows of the run), and the same schedules
-against the peer: a plain Python server that forks per request (bench/prefork_peer.py).
+against the peer: a plain Python server that forks per request (bench/warm/prefork_peer.py).
 
 With --pool: a runtime pool preloading the same modules; --scripts distinct scripts are
 stored and each called once, then the schedule sends a different script each request,

@@ -1,4 +1,4 @@
-// Running bench/prefork_peer.py and talking to it.
+// Running bench/warm/prefork_peer.py and talking to it.
 #include "bench/warm/warm_peer.h"
 
 #include <errno.h>

@@ -1,4 +1,4 @@
-// The warm benches' peer: bench/prefork_peer.py (a plain Python server that forks per
+// The warm benches' peer: bench/warm/prefork_peer.py (a plain Python server that forks per
 // request) run with the host's python3, and a line-protocol client for it. Parent side;
 // no privileges.
 #ifndef ZYGO_BENCH_WARM_WARM_PEER_H_

@@ -75,8 +75,9 @@ absl::StatusOr<Function> Client::UpFile(const std::string& path) {
     return absl::InvalidArgumentError(absl::StrCat("cannot read ", path, ": ", strerror(err)));
   }
   const size_t slash = path.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
-  if (dir.empty()) dir = "/";
+  const std::string dir = slash == std::string::npos ? "."
+                          : slash == 0               ? "/"
+                                                     : path.substr(0, slash);
   char base_dir[PATH_MAX];
   if (realpath(dir.c_str(), base_dir) == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("cannot resolve ", dir, ": ", strerror(errno)));
