@@ -29,14 +29,6 @@ const char* VerdictName(BarVerdict verdict) {
 
 }  // namespace
 
-const CaseResult* FindCase(const std::vector<CaseResult>& results, const std::string& workload,
-                           const std::string& variant) {
-  for (const CaseResult& result : results) {
-    if (result.workload == workload && result.variant == variant) return &result;
-  }
-  return nullptr;
-}
-
 std::string FormatTable(const std::vector<CaseResult>& results) {
   size_t width = 8;
   for (const CaseResult& r : results) width = std::max(width, r.workload.size());

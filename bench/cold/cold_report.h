@@ -16,13 +16,6 @@ namespace zygo::bench {
 inline constexpr double kBarMaxRatio = 1.0;
 inline constexpr char kBarWorkload[] = "/bin/true";
 
-struct CaseResult {
-  std::string workload;
-  std::string variant;
-  std::vector<double> samples_ms;  // in the order they were taken
-  Summary summary;
-};
-
 enum class BarVerdict { kMet, kNotMet, kNotMeasured };
 
 struct BarResult {
@@ -30,10 +23,6 @@ struct BarResult {
   std::optional<double> p50_ratio;  // zygo p50 / bwrap p50 on kBarWorkload
   std::string line;                 // "bar: zygo /bin/true p50 <= 1.0x bubblewrap: MET (0.93x)"
 };
-
-// The result for `workload` through `variant`, or nullptr.
-const CaseResult* FindCase(const std::vector<CaseResult>& results, const std::string& workload,
-                           const std::string& variant);
 
 // The table: one row per case with runs, p50, p90, p99 and mean in ms, and each
 // row's p50 and p99 as a multiple of bubblewrap's for the same workload ("-" without

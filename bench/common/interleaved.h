@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "bench/cold/cold_report.h"
 #include "bench/common/stats.h"
 #include "bench/common/timed_spawn.h"
 

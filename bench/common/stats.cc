@@ -28,4 +28,12 @@ absl::StatusOr<Summary> Summarize(std::vector<double> samples) {
   return s;
 }
 
+const CaseResult* FindCase(const std::vector<CaseResult>& results, const std::string& workload,
+                           const std::string& variant) {
+  for (const CaseResult& result : results) {
+    if (result.workload == workload && result.variant == variant) return &result;
+  }
+  return nullptr;
+}
+
 }  // namespace zygo::bench

@@ -1,7 +1,9 @@
-// Summary statistics for benchmark samples: nearest-rank percentiles and the mean.
+// Summary statistics for benchmark samples (nearest-rank percentiles and the mean), and
+// the cases they are taken of.
 #ifndef ZYGO_BENCH_COMMON_STATS_H_
 #define ZYGO_BENCH_COMMON_STATS_H_
 
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -27,6 +29,18 @@ struct Summary {
 
 // Summarises `samples` (any order). InvalidArgument when there are none.
 absl::StatusOr<Summary> Summarize(std::vector<double> samples);
+
+// One case of a bench: a workload run through one variant (zygo, a peer, bare).
+struct CaseResult {
+  std::string workload;
+  std::string variant;
+  std::vector<double> samples_ms;  // in the order they were taken
+  Summary summary;
+};
+
+// The result for `workload` through `variant`, or nullptr.
+const CaseResult* FindCase(const std::vector<CaseResult>& results, const std::string& workload,
+                           const std::string& variant);
 
 }  // namespace zygo::bench
 

@@ -6,7 +6,6 @@
 #include <string>
 #include <vector>
 
-#include "bench/cold/cold_report.h"
 #include "bench/common/stats.h"
 
 namespace zygo::bench {
