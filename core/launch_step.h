@@ -3,6 +3,8 @@
 #ifndef ZYGO_CORE_LAUNCH_STEP_H_
 #define ZYGO_CORE_LAUNCH_STEP_H_
 
+#include "core/init/init_layout.h"
+
 namespace zygo::core {
 
 enum class LaunchStep : int {
@@ -29,11 +31,12 @@ enum class LaunchStep : int {
   kLandlock,
   kSeccomp,
   kSession,
-  kForkCommand,
-  kExecPipe,
-  kInitFds,      // placing the fds zygo-init starts with (core/init/init_layout.h)
-  kExecInit,     // execveat of zygo-init
-  kInitSignals,  // zygo-init's signalfd
+  kInitFds,   // placing the fds zygo-init starts with (core/init/init_layout.h)
+  kExecInit,  // execveat of zygo-init
+  // zygo-init's own steps, numbered by its contract.
+  kForkCommand = static_cast<int>(init::InitStep::kForkCommand),
+  kExecPipe = static_cast<int>(init::InitStep::kExecPipe),
+  kInitSignals = static_cast<int>(init::InitStep::kInitSignals),
 };
 
 // A short human name for the step ("pivot_root into the image root").

@@ -8,7 +8,6 @@
 #include "core/base/child_report.h"
 #include "core/base/sys/process.h"
 #include "core/init/init_layout.h"
-#include "core/launch_step.h"
 
 namespace zygo::core::init {
 namespace {
@@ -70,10 +69,10 @@ void ReportExec(int exec_read_fd, int report_fd, pid_t command) {
 pid_t StartCommand(const CommandArgs& args, int report_fd) {
   int exec_pipe[2];
   if (pipe2(exec_pipe, O_CLOEXEC) != 0) {
-    base::FailChildStep(report_fd, static_cast<int>(LaunchStep::kExecPipe), errno);
+    base::FailChildStep(report_fd, static_cast<int>(InitStep::kExecPipe), errno);
   }
   pid_t pid = fork();
-  if (pid < 0) base::FailChildStep(report_fd, static_cast<int>(LaunchStep::kForkCommand), errno);
+  if (pid < 0) base::FailChildStep(report_fd, static_cast<int>(InitStep::kForkCommand), errno);
   if (pid == 0) {
     close(exec_pipe[0]);
     ExecCommand(args, exec_pipe[1]);

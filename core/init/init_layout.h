@@ -30,6 +30,14 @@ inline constexpr int kForwardedSignals[] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,
 inline constexpr int ReportFd(int inherited) { return kFirstInheritedFd + inherited; }
 inline constexpr int ListenerFd(int inherited) { return kFirstInheritedFd + inherited + 1; }
 
+// The steps zygo-init itself can fail at, reported on the report fd as a failed setup
+// step. core::LaunchStep gives them these numbers and their names.
+enum class InitStep : int {
+  kForkCommand = 100,
+  kExecPipe,
+  kInitSignals,  // zygo-init's signalfd
+};
+
 }  // namespace zygo::core::init
 
 #endif  // ZYGO_CORE_INIT_INIT_LAYOUT_H_

@@ -20,7 +20,6 @@
 #include "core/init/command.h"
 #include "core/init/init_layout.h"
 #include "core/init/seccomp_listener.h"
-#include "core/launch_step.h"
 
 namespace zygo::core::init {
 namespace {
@@ -109,7 +108,7 @@ int Main(int argc, char** argv, char** envp) {
   sigprocmask(SIG_BLOCK, &handled, nullptr);
   int signal_fd = signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK);
   if (signal_fd < 0) {
-    base::FailChildStep(args.report_fd, static_cast<int>(LaunchStep::kInitSignals), errno);
+    base::FailChildStep(args.report_fd, static_cast<int>(InitStep::kInitSignals), errno);
   }
   pid_t command = StartCommand(args.command, args.report_fd);
   // The command alone holds its stdio and inherited fds: a copy here would hide its exit
