@@ -136,8 +136,13 @@ TEST_F(ImageCli, LoadsDockerArchivesAndIndexes) {
 TEST_F(ImageCli, PullFromALoopbackRegistryAndRunOnFirstUse) {
   std::string registry = StartRegistry("anonymous");
   std::string digest = Push(BuildImage("busybox"), registry + "/tools/busybox:1");
-  // Pull-on-first-use through `zygo run`.
-  RunResult ran = Zygo({"run", "--tls-verify=false", registry + "/tools/busybox:1", "echo", "ok"});
+  // --tls-verify=true insists on HTTPS, which this plain-HTTP registry cannot speak.
+  RunResult https = Zygo({"pull", "--tls-verify=true", registry + "/tools/busybox:1"});
+  EXPECT_EQ(https.exit_code, 125) << https.err;
+  EXPECT_TRUE(absl::StrContains(https.err, "https://" + registry)) << https.err;
+  // Pull-on-first-use through `zygo run`, over plain HTTP with no flag: the registry is on
+  // loopback, as docker's default.
+  RunResult ran = Zygo({"run", registry + "/tools/busybox:1", "echo", "ok"});
   ASSERT_EQ(ran.exit_code, 0) << ran.err;
   EXPECT_EQ(ran.out, "ok\n");
   RunResult images = Zygo({"images"});

@@ -25,9 +25,13 @@ namespace {
 using zygo::images::Store;
 
 constexpr char kUsage[] = R"(Usage:
-  zygo pull [--tls-verify=false] REF
+  zygo pull [--tls-verify=false|true] REF
   zygo load PATH [NAME]
   zygo login [-u USER] [--password-stdin] REGISTRY
+
+A registry on loopback (localhost, 127.0.0.0/8, [::1]) is reached over plain HTTP, as
+docker does, and every other over HTTPS; --tls-verify=false is plain HTTP for any
+registry, --tls-verify=true HTTPS for every one.
 
 The store is $ZYGO_HOME (or `zygo --root DIR`), else ~/.local/share/zygo
 (/var/lib/zygo for root).
@@ -41,14 +45,14 @@ int Fail(const absl::Status& status) {
 absl::StatusOr<Store> OpenStore() { return Store::Open(Store::DefaultRoot()); }
 
 int Pull(int argc, char** argv) {
-  bool tls_verify = true;
+  zygo::images::TlsVerify tls_verify = zygo::images::TlsVerify::kDefault;
   std::string ref_text;
   for (int i = 0; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--tls-verify=false") {
-      tls_verify = false;
+      tls_verify = zygo::images::TlsVerify::kFalse;
     } else if (arg == "--tls-verify=true" || arg == "--tls-verify") {
-      tls_verify = true;
+      tls_verify = zygo::images::TlsVerify::kTrue;
     } else if (!arg.empty() && arg[0] == '-') {
       return Fail(absl::InvalidArgumentError(absl::StrCat("unknown flag ", arg, " for pull")));
     } else if (ref_text.empty()) {
@@ -63,7 +67,10 @@ int Pull(int argc, char** argv) {
   absl::StatusOr<Store> store = OpenStore();
   if (!store.ok()) return Fail(store.status());
   zygo::images::RegistryOptions options;
-  if (!tls_verify) options.insecure_registries.push_back(ref->registry);
+  if (tls_verify == zygo::images::TlsVerify::kFalse) {
+    options.insecure_registries.push_back(ref->registry);
+  }
+  options.plain_http_on_loopback = tls_verify != zygo::images::TlsVerify::kTrue;
   absl::StatusOr<std::map<std::string, zygo::images::Credentials>> credentials =
       zygo::images::LoadCredentials();
   if (!credentials.ok()) return Fail(credentials.status());

@@ -181,8 +181,10 @@ absl::Status ApplyOption(int option, const char* value, RunOptions* options) {
       return absl::OkStatus();
     case kTlsVerify:
       if (value != nullptr && strcmp(value, "false") == 0) {
-        options->tls_verify = false;
-      } else if (value != nullptr && strcmp(value, "true") != 0) {
+        options->tls_verify = images::TlsVerify::kFalse;
+      } else if (value == nullptr || strcmp(value, "true") == 0) {
+        options->tls_verify = images::TlsVerify::kTrue;
+      } else {
         return absl::InvalidArgumentError(
             absl::StrCat("--tls-verify='", value, "' must be true or false"));
       }
@@ -305,8 +307,10 @@ Flags:
       --verbose         print "timing: plan X ms start Y ms run Z ms" to stderr
                         (also: zygo -v run ...)
       --pull POLICY     missing (default), always or never
-      --tls-verify=false
-                        pull over plain HTTP (a registry on loopback)
+      --tls-verify=false|true
+                        false: pull over plain HTTP; true: HTTPS even from a
+                        registry on loopback (default, as docker: plain HTTP to
+                        localhost, 127.0.0.0/8 and [::1], HTTPS elsewhere)
       --requirements FILE
                         a venv of FILE's packages, read-only at /venv (VIRTUAL_ENV,
                         PATH first): built once with the image's own pip, then

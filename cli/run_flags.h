@@ -24,7 +24,7 @@ struct RunOptions {
   bool workdir_set = false;  // -w given: the image's WorkingDir does not apply
   bool user_set = false;     // -u given: the image's User does not apply
   PullPolicy pull = PullPolicy::kMissing;
-  bool tls_verify = true;
+  images::TlsVerify tls_verify = images::TlsVerify::kDefault;
   std::string requirements;  // --requirements FILE: a cached venv at /venv
   std::string find_links;    // --find-links DIR: pip's wheels, offline
 };

@@ -1,9 +1,15 @@
 // Parses image references with docker's normalisation rules (distribution/reference).
 #include "images/reference.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <string>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 
 namespace zygo::images {
 namespace {
@@ -223,6 +229,19 @@ absl::StatusOr<Reference> ParseReference(absl::string_view text) {
         absl::StrCat("invalid reference '", text, "': ", ref.status().message()));
   }
   return ref;
+}
+
+bool IsLoopbackRegistry(absl::string_view registry) {
+  absl::string_view host = registry;
+  if (absl::ConsumePrefix(&host, "[")) {
+    host = host.substr(0, host.find(']'));
+    return host == "::1";
+  }
+  host = host.substr(0, host.find(':'));
+  if (host == "localhost") return true;
+  in_addr address{};
+  return inet_pton(AF_INET, std::string(host).c_str(), &address) == 1 &&
+         (ntohl(address.s_addr) >> 24) == 127;
 }
 
 }  // namespace zygo::images

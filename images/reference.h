@@ -28,6 +28,14 @@ struct Reference {
 // names must be lowercase").
 absl::StatusOr<Reference> ParseReference(absl::string_view text);
 
+// Whether `registry` ("localhost:5000", "127.0.0.1:5000", "[::1]:5000") is on loopback,
+// where docker reaches a registry over plain HTTP by default.
+bool IsLoopbackRegistry(absl::string_view registry);
+
+// --tls-verify. kDefault is docker's rule: plain HTTP to a registry on loopback, HTTPS
+// with the certificate checked elsewhere. kTrue is HTTPS everywhere, kFalse plain HTTP.
+enum class TlsVerify { kDefault, kTrue, kFalse };
+
 }  // namespace zygo::images
 
 #endif  // ZYGO_IMAGES_REFERENCE_H_

@@ -142,5 +142,16 @@ TEST(ReferenceTest, ApiHostMapsDockerHub) {
   EXPECT_EQ(ParseReference("ghcr.io/o/i")->ApiHost(), "ghcr.io");
 }
 
+TEST(ReferenceTest, KnowsTheLoopbackRegistries) {
+  for (const char* loopback :
+       {"localhost", "localhost:5000", "127.0.0.1:5000", "127.1.2.3", "[::1]:5000", "[::1]"}) {
+    EXPECT_TRUE(IsLoopbackRegistry(loopback)) << loopback;
+  }
+  for (const char* remote : {"docker.io", "ghcr.io", "128.0.0.1:5000", "10.0.0.5:5000",
+                             "localhost.example.com", "[::2]:5000", "127.0.0.1.nip.io"}) {
+    EXPECT_FALSE(IsLoopbackRegistry(remote)) << remote;
+  }
+}
+
 }  // namespace
 }  // namespace zygo::images

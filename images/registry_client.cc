@@ -184,6 +184,7 @@ struct RegistryClient::Impl {
   }
 
   bool Insecure(const Reference& ref) const {
+    if (options.plain_http_on_loopback && IsLoopbackRegistry(ref.registry)) return true;
     for (const std::string& registry : options.insecure_registries) {
       if (registry == ref.registry || registry == ref.ApiHost()) return true;
     }

@@ -25,6 +25,9 @@ struct RegistryOptions {
   // Registries ("127.0.0.1:5000") reached over plain HTTP. --tls-verify=false adds the
   // registry of the reference being pulled.
   std::vector<std::string> insecure_registries;
+  // Docker's default: a registry on loopback is reached over plain HTTP too.
+  // --tls-verify=true turns it off.
+  bool plain_http_on_loopback = true;
   // Per-registry credentials (from `zygo login`, ~/.docker/config.json, auth.json).
   std::map<std::string, Credentials> credentials;
   std::string user_agent = "zygo/0.1";

@@ -476,6 +476,7 @@ TEST_F(RegistryClientFakeTest, InvalidTagsAndDigestsAreRefusedBeforeAnyRequest) 
 
 TEST_F(RegistryClientFakeTest, HttpsUnlessTheRegistryIsInsecure) {
   options_.insecure_registries.clear();
+  options_.plain_http_on_loopback = false;  // --tls-verify=true
   RegistryClient client(options_);
   auto manifest = client.GetManifest(ref_, "v1");
   // The fake server speaks plain HTTP, so a TLS handshake with it fails.
@@ -484,6 +485,21 @@ TEST_F(RegistryClientFakeTest, HttpsUnlessTheRegistryIsInsecure) {
   for (const HttpRequest& request : registry_.requests()) {
     EXPECT_FALSE(absl::StartsWith(request.path, "/v2/")) << "sent plain HTTP";
   }
+}
+
+// Docker's default: the fake registry is on 127.0.0.1, so plain HTTP reaches it with no
+// insecure setting.
+TEST_F(RegistryClientFakeTest, ALoopbackRegistryIsPlainHttpByDefault) {
+  options_.insecure_registries.clear();
+  RegistryClient client(options_);
+  auto manifest = client.GetManifest(ref_, "v1");
+  ASSERT_TRUE(manifest.ok()) << manifest.status();
+  EXPECT_EQ(manifest->bytes, manifest_);
+  bool sent_v2 = false;
+  for (const HttpRequest& request : registry_.requests()) {
+    sent_v2 = sent_v2 || absl::StartsWith(request.path, "/v2/");
+  }
+  EXPECT_TRUE(sent_v2);
 }
 
 TEST_F(RegistryClientFakeTest, ConnectionRefusedIsUnavailableAndLeavesNoFile) {

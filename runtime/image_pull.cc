@@ -56,7 +56,8 @@ absl::StatusOr<images::RunnableImage> FindOrPullImage(const images::Store& store
     }
   }
   std::vector<std::string> args = {"pull"};
-  if (!options.tls_verify) args.push_back("--tls-verify=false");
+  if (options.tls_verify == images::TlsVerify::kFalse) args.push_back("--tls-verify=false");
+  if (options.tls_verify == images::TlsVerify::kTrue) args.push_back("--tls-verify=true");
   args.push_back(text);
   ZYGO_RETURN_IF_ERROR(RunImageTool(args));
   ZYGO_ASSIGN_OR_RETURN(std::optional<images::RunnableImage> found,

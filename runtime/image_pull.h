@@ -15,7 +15,7 @@ enum class PullPolicy { kMissing, kAlways, kNever };
 
 struct PullOptions {
   PullPolicy policy = PullPolicy::kMissing;
-  bool tls_verify = true;
+  images::TlsVerify tls_verify = images::TlsVerify::kDefault;
   // Ends the error when the image is absent and policy is kNever: what the user can do.
   std::string when_missing;
 };

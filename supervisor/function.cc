@@ -47,7 +47,7 @@ absl::Status EnsureMountpoints(const std::string& rootfs) {
 // command. The supervisor never pulls: `zygo pull` (or `zygo run`) does.
 absl::Status UseFunctionImage(const FunctionSpec& function, core::Spec* sandbox) {
   runtime::ImageOptions options;
-  options.pull = {runtime::PullPolicy::kNever, true,
+  options.pull = {runtime::PullPolicy::kNever, images::TlsVerify::kDefault,
                   absl::StrCat(": run `zygo pull ", function.image.text, "` first")};
   options.caller.command_is_the_images = function.runtime == Runtime::kExec;
   absl::Status used = runtime::UseImage(function.image, options, *sandbox);
