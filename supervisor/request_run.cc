@@ -126,11 +126,12 @@ absl::Status RequestRun::Send() {
     if (sent.ok()) return absl::OkStatus();
     zygote_.DestroySpare(std::move(spare_));
     zygote_.pool_.TopUp();
-    if ((!joined.ok() || wire::IsPeerClosed(sent)) && attempt < Zygote::kSendAttempts) continue;
-    return !joined.ok() || wire::IsPeerClosed(sent)
-               ? absl::UnavailableError("the spares died before the request reached one")
-               : absl::InvalidArgumentError(
-                     absl::StrCat("cannot send the request: ", sent.message()));
+    if (joined.ok() && !wire::IsPeerClosed(sent)) {
+      return absl::InvalidArgumentError(absl::StrCat("cannot send the request: ", sent.message()));
+    }
+    if (attempt == Zygote::kSendAttempts) {
+      return absl::UnavailableError("the spares died before the request reached one");
+    }
   }
 }
 

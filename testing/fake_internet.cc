@@ -23,6 +23,19 @@
 #include "net/netns_socket.h"
 
 namespace zygo::testing {
+namespace {
+
+// Moves the calling thread into the network namespace `target`; returns the one it was in.
+absl::StatusOr<base::UniqueFd> EnterNetns(int target) {
+  base::UniqueFd own(open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+  if (!own.valid()) return base::ErrnoStatus(errno, "open(/proc/thread-self/ns/net)");
+  if (setns(target, CLONE_NEWNET) != 0) {
+    return base::ErrnoStatus(errno, "setns(the machine's network namespace)");
+  }
+  return own;
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<FakeInternet>> FakeInternet::Start() {
   std::unique_ptr<FakeInternet> internet(new FakeInternet());
@@ -90,11 +103,7 @@ absl::Status FakeInternet::Serve() {
 }
 
 absl::Status FakeInternet::InMachine(const std::function<absl::Status()>& start) const {
-  base::UniqueFd own(open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
-  if (!own.valid()) return base::ErrnoStatus(errno, "open(/proc/thread-self/ns/net)");
-  if (setns(machine_->fd(), CLONE_NEWNET) != 0) {
-    return base::ErrnoStatus(errno, "setns(the machine's network namespace)");
-  }
+  ZYGO_ASSIGN_OR_RETURN(base::UniqueFd own, EnterNetns(machine_->fd()));
   absl::Status started = start();
   if (setns(own.get(), CLONE_NEWNET) != 0) {
     return base::ErrnoStatus(errno, "setns(back to the caller's network namespace)");
@@ -140,13 +149,7 @@ bool FakeInternet::IcmpEchoArrived(const std::string& address, int timeout_ms) {
 absl::StatusOr<std::unique_ptr<MachineSession>> MachineSession::Start() {
   std::unique_ptr<MachineSession> session(new MachineSession());
   ZYGO_ASSIGN_OR_RETURN(session->internet_, FakeInternet::Start());
-  session->host_netns_ = base::UniqueFd(open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
-  if (!session->host_netns_.valid()) {
-    return base::ErrnoStatus(errno, "open(/proc/thread-self/ns/net)");
-  }
-  if (setns(session->internet_->machine().fd(), CLONE_NEWNET) != 0) {
-    return base::ErrnoStatus(errno, "setns(the machine's netns)");
-  }
+  ZYGO_ASSIGN_OR_RETURN(session->host_netns_, EnterNetns(session->internet_->machine().fd()));
   return session;
 }
 

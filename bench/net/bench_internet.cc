@@ -6,6 +6,8 @@
 
 namespace zygo::bench {
 
+std::string DnsUpstream() { return absl::StrCat(testing::kDnsServer, ":53"); }
+
 Command OnMachine(const FakeInternet& net, const std::vector<std::string>& argv,
                   std::vector<std::string> env) {
   Command command{

@@ -18,7 +18,9 @@ inline constexpr const char* kBenchName = testing::kAllowedName;
 inline constexpr const char* kServerAddress = testing::kAllowedAddress;
 inline constexpr int kServerPort = testing::kAllowedPort;  // accepts and closes
 inline constexpr int kSourcePort = testing::kSourcePort;   // sends what is asked for
-inline constexpr char kDnsUpstream[] = "192.0.2.53:53";    // testing::kDnsServer; ZYGO_DNS_UPSTREAM
+
+// testing::kDnsServer as ZYGO_DNS_UPSTREAM takes it: "192.0.2.53:53".
+std::string DnsUpstream();
 
 // `argv` run inside the machine namespace of `net` (through nsenter --net; nothing else of
 // the caller changes). argv[0] is an absolute path; a non-empty `env` replaces the caller's.

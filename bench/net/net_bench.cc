@@ -171,7 +171,7 @@ absl::StatusOr<std::map<std::string, std::vector<double>>> MeasureConnect(const 
   const std::string port = absl::StrCat(kServerPort);
   const std::vector<ProbeCase> cases = {
       {"machine", Script({"connect", kServerAddress, port})},
-      {"machine", Script({"query", kDnsUpstream, kBenchName})},
+      {"machine", Script({"query", DnsUpstream(), kBenchName})},
       {"sandbox --net full", ZygoRun(s, "full", Script({"connect", kServerAddress, port}))},
       {"sandbox --net egress", ZygoRun(s, "egress", Script({"resolve", kBenchName, port}))},
   };
@@ -265,8 +265,8 @@ absl::Status Measure(Setup& s) {
       "fake internet: machine netns (zygo and the supervisor run here) --veth 203.0.113.2/.1-- "
       "internet netns: DNS %s answering %s -> %s, TCP accept server on %s:%d, byte source on "
       ":%d; ZYGO_DNS_UPSTREAM=%s\n",
-      kDnsUpstream, kBenchName, kServerAddress, kServerAddress, kServerPort, kSourcePort,
-      kDnsUpstream);
+      DnsUpstream().c_str(), kBenchName, kServerAddress, kServerAddress, kServerPort, kSourcePort,
+      DnsUpstream().c_str());
   printf(
       "runs: %d of each one-shot and connect case, %d streams of %d MiB per path, %d warm "
       "rounds per mode; each part after %d warm-up round(s), interleaved\n",
@@ -334,7 +334,7 @@ int RunNetBench(int argc, char** argv) {
   for (char** entry = environ; *entry != nullptr; ++entry) {
     if (strncmp(*entry, "ZYGO_DNS_UPSTREAM=", 18) != 0) s.env.push_back(*entry);
   }
-  s.env.push_back(absl::StrCat("ZYGO_DNS_UPSTREAM=", kDnsUpstream));
+  s.env.push_back(absl::StrCat("ZYGO_DNS_UPSTREAM=", DnsUpstream()));
   HostInfo host = ProbeHost("/usr/bin/bwrap");
   printf("%s\n", HostLine(host).c_str());
   if (HostWasBusy(host)) {

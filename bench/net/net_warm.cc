@@ -185,7 +185,7 @@ absl::StatusOr<SupervisorSession> StartNetSupervisor(const FakeInternet& net,
                                                      const std::string& supervisor_binary) {
   // The supervisor, and so every zygo-net it starts, reads the upstream from its
   // environment (supervisor/main.cc), which it inherits from this process.
-  if (setenv("ZYGO_DNS_UPSTREAM", kDnsUpstream, 1) != 0) {
+  if (setenv("ZYGO_DNS_UPSTREAM", DnsUpstream().c_str(), 1) != 0) {
     return base::ErrnoStatus(errno, "setenv(ZYGO_DNS_UPSTREAM)");
   }
   SupervisorSession session;
