@@ -15,14 +15,19 @@ constexpr uint64_t kFileRights = LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS
 
 }  // namespace
 
-LandlockPlan BuildLandlockPlan(int abi, const std::vector<std::string>& writable_paths) {
+LandlockPlan BuildLandlockPlan(int abi, const std::vector<std::string>& writable_paths,
+                               bool nested_mounts) {
   LandlockPlan plan;
   plan.abi = abi;
   if (abi <= 0) return plan;
   plan.handled_fs = base::sys::LandlockHandledFs(abi);
   if (abi >= 6)
     plan.scoped = base::sys::kLandlockScopeAbstractUnixSocket | base::sys::kLandlockScopeSignal;
-  plan.rules.push_back({"/", base::sys::kLandlockReadExecute});
+  const uint64_t root_access = nested_mounts ? plan.handled_fs & ~(LANDLOCK_ACCESS_FS_MAKE_CHAR |
+                                                                   LANDLOCK_ACCESS_FS_MAKE_BLOCK |
+                                                                   base::sys::kLandlockFsIoctlDev)
+                                             : base::sys::kLandlockReadExecute;
+  plan.rules.push_back({"/", root_access});
   // Device nodes: writing /dev/null (with O_TRUNC, as a shell's `>` does) and terminal
   // ioctls. /dev itself is a read-only tmpfs, so nothing can be created there.
   uint64_t dev_access =

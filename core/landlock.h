@@ -26,7 +26,13 @@ struct LandlockPlan {
 
 // Parent side: the rules for a sandbox whose writable places are `writable_paths`, for
 // the kernel's Landlock ABI `abi` (ProbeHostFeatures().landlock_abi; 0: none).
-LandlockPlan BuildLandlockPlan(int abi, const std::vector<std::string>& writable_paths);
+// `nested_mounts`: mounts made later inside the sandbox (a warm spare's own /tmp) must be
+// usable. Landlock never checks a mount point's own rule (a path walk skips from a mount's
+// root to its mount point's parent), so only a rule on "/" reaches such a mount: "/" then
+// gets every right but making device nodes and device ioctls, and each process that gets
+// such a mount stacks a domain of its own with the narrow rules (agents/isolation).
+LandlockPlan BuildLandlockPlan(int abi, const std::vector<std::string>& writable_paths,
+                               bool nested_mounts = false);
 
 // Child side, after pivot_root and no_new_privs. A rule whose path is missing is skipped.
 ChildFailure ApplyLandlockInChild(const LandlockPlan& plan);

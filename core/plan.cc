@@ -114,10 +114,11 @@ absl::StatusOr<Plan> BuildPlan(const Spec& spec) {
   if (spec.loosening.host_net() && spec.net == NetMode::kNone) plan.spec.net = NetMode::kHost;
   ZYGO_ASSIGN_OR_RETURN(plan.mounts, BuildMountPlan(plan.spec));
   plan.identity = BuildIdentityPlan(spec.uid, spec.gid);
-  plan.landlock = BuildLandlockPlan(ProbeHostFeatures().landlock_abi, plan.mounts.writable_paths);
+  plan.landlock = BuildLandlockPlan(ProbeHostFeatures().landlock_abi, plan.mounts.writable_paths,
+                                    spec.nested_namespaces > 0);
   plan.seccomp = CompiledSeccompPrograms();
   plan.rlimits = DefaultRlimits();
-  plan.userns_limits = DefaultUsernsLimits();
+  plan.userns_limits = DefaultUsernsLimits(spec.nested_namespaces);
   plan.cgroup_limits = {spec.memory_bytes, spec.pids_limit, spec.cpus};
   plan.env = BuildEnvironment(spec);
   plan.exec_candidates = ExecCandidates(spec.argv[0], plan.env);

@@ -90,6 +90,14 @@ absl::Status AddArgumentCheckedRules(scmp_filter_ctx ctx, int* allowed) {
                                               SCMP_A0(SCMP_CMP_MASKED_EQ, kNamespaceCloneFlags, 0)),
                              "clone"));
   ++*allowed;
+  // A warm spare's own user and mount namespace, for its own /tmp (core/nested_tmp.h): only
+  // both flags together, and only as many as the sandbox's max_user_namespaces allows
+  // (0 outside a warm zygote, so ENOSPC there).
+  ZYGO_RETURN_IF_ERROR(
+      Check(seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(unshare), 1,
+                             SCMP_A0(SCMP_CMP_MASKED_EQ, kLow32, CLONE_NEWUSER | CLONE_NEWNS)),
+            "unshare"));
+  ++*allowed;
   for (int nr : {SCMP_SYS(clone3), SCMP_SYS(io_setup), SCMP_SYS(io_destroy), SCMP_SYS(io_submit),
                  SCMP_SYS(io_cancel), SCMP_SYS(io_getevents), SCMP_SYS(io_pgetevents)}) {
     ZYGO_RETURN_IF_ERROR(Check(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0), "ENOSYS"));

@@ -73,11 +73,28 @@ constexpr const char* kAllowedSyscalls[] = {
 
 // Named in --dry-run so a reader sees what the allowlist leaves out.
 constexpr const char* kDeniedExamples[] = {
-    "mount",           "umount2",         "pivot_root",  "chroot",           "unshare",
-    "setns",           "clone3 (ENOSYS)", "keyctl",      "add_key",          "bpf",
-    "perf_event_open", "io_uring_setup",  "userfaultfd", "ptrace",           "open_by_handle_at",
-    "kexec_load",      "finit_module",    "reboot",      "process_vm_readv", "sethostname",
-    "fsopen",          "move_mount",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "unshare (all but USER|NS)",
+    "setns",
+    "clone3 (ENOSYS)",
+    "keyctl",
+    "add_key",
+    "bpf",
+    "perf_event_open",
+    "io_uring_setup",
+    "userfaultfd",
+    "ptrace",
+    "open_by_handle_at",
+    "kexec_load",
+    "finit_module",
+    "reboot",
+    "process_vm_readv",
+    "sethostname",
+    "fsopen",
+    "move_mount",
 };
 
 struct ContextDeleter {

@@ -100,6 +100,11 @@ struct Spec {
   int64_t pids_limit = 128;
   int64_t timeout_ms = 60'000;
   int64_t tmp_size_bytes = 64LL << 20;
+  // How many user namespaces (each with its own mount namespace) the sandbox may make at
+  // once: 0 for a one-shot run; a warm zygote's spares each take one for their own /tmp
+  // (core/nested_tmp.h). Writes inside stay refused: Landlock's rule on "/" then covers
+  // every mount a spare is given, but the read-only mounts still hold (docs/security-model.md).
+  int nested_namespaces = 0;
 
   Loosening loosening;
   // Every call the seccomp allowlist refuses is still refused (EPERM), and also counted

@@ -4,14 +4,19 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <string>
+
 namespace zygo::core {
 
-std::vector<UsernsLimit> DefaultUsernsLimits() {
+std::vector<UsernsLimit> DefaultUsernsLimits(int nested_namespaces) {
   // A program watches files through one instance per event loop; 16 leave room for a few
-  // tools at once. Debian's default per user is 128 instances.
+  // tools at once. Debian's default per user is 128 instances. Nested user namespaces:
+  // with 0, unshare(CLONE_NEWUSER), which the seccomp allowlist lets through for warm
+  // spares, fails with ENOSPC.
   return {
       {"/proc/sys/user/max_inotify_instances", "16"},
       {"/proc/sys/user/max_inotify_watches", "8192"},
+      {"/proc/sys/user/max_user_namespaces", std::to_string(nested_namespaces)},
   };
 }
 

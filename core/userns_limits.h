@@ -1,7 +1,7 @@
 // Limits of the sandbox's own user namespace on what the kernel counts per user rather
-// than per namespace: inotify instances and watches. The kernel charges these to every
-// ancestor namespace too, so without a limit of its own a sandbox (whose root is the host's
-// root when zygo runs as root) could take the host user's whole budget: host root's
+// than per namespace: inotify instances and watches, and nested user namespaces. The kernel charges
+// these to every ancestor namespace too, so without a limit of its own a sandbox (whose root is the
+// host's root when zygo runs as root) could take the host user's whole budget: host root's
 // inotify_init1 then fails with EMFILE. Plan in the parent, apply in the child.
 #ifndef ZYGO_CORE_USERNS_LIMITS_H_
 #define ZYGO_CORE_USERNS_LIMITS_H_
@@ -18,8 +18,9 @@ struct UsernsLimit {
   std::string value;  // written as is
 };
 
-// Parent side: the limits every sandbox's user namespace gets.
-std::vector<UsernsLimit> DefaultUsernsLimits();
+// Parent side: the limits every sandbox's user namespace gets; it may make at most
+// `nested_namespaces` user namespaces of its own (Spec::nested_namespaces).
+std::vector<UsernsLimit> DefaultUsernsLimits(int nested_namespaces);
 
 // Child side, in the new user namespace while it still has CAP_SYS_RESOURCE there, and
 // before the root changes (the host's /proc is the one still mounted). The files under

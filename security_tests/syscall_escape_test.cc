@@ -47,6 +47,7 @@ INSTANTIATE_TEST_SUITE_P(
     Allowlist, SyscallEscape,
     ::testing::Values(SyscallCase{"unshare-user", {}, "allowed", "denied EPERM"},
                       SyscallCase{"unshare-mount", {}, "allowed", "denied EPERM"},
+                      SyscallCase{"unshare-user-mount", {}, "allowed", "denied ENOSPC"},
                       SyscallCase{"unshare-net", {}, "allowed", "denied EPERM"},
                       SyscallCase{"unshare-pid", {}, "allowed", "denied EPERM"},
                       SyscallCase{"unshare-cgroup", {}, "allowed", "denied EPERM"},

@@ -130,18 +130,22 @@ class WarmRequestIsolationTest : public WarmSuite {
   }
 };
 
-TEST_F(WarmRequestIsolationTest, AWarmExecRequestCannotReadASiblingsMemoryEnvironmentOrTmpDir) {
+TEST_F(WarmRequestIsolationTest, AWarmExecRequestCannotReadASiblingsMemoryEnvironmentOrTmp) {
   Attack attack;
   ASSERT_NO_FATAL_FAILURE(Run(kExecFunction, "0", &attack));
   // Ptrace access, which /proc/PID/mem and environ go through, is refused across Landlock
   // domains; the own child is in the attacker's.
   ExpectApart(attack, {{"mem", "found", "EACCES"}, {"environ", "found", "EACCES"}});
   EXPECT_EQ(attack.attacker["zygote"]["mem"], "EACCES") << attack.attacker;
-  // The victim's dir is its own TMPDIR, found by the name the victim gave itself.
-  EXPECT_TRUE(absl::StartsWith(attack.victim.value("dir", ""), "/tmp/zygo-req-")) << attack.victim;
-  EXPECT_EQ(attack.attacker["sibling"]["dir"], attack.victim["dir"]) << attack.attacker;
+  // The victim's dir is its own /tmp, reached through its /proc root (the control: the
+  // attacker's own child's, the same way); the attacker's /tmp never had the victim's file.
+  EXPECT_EQ(attack.victim.value("dir", ""), "/tmp") << attack.victim;
+  EXPECT_EQ(attack.attacker["sibling"]["dir"],
+            absl::StrCat("/proc/", attack.attacker["sibling"].value("pid", 0), "/root/tmp"))
+      << attack.attacker;
   ExpectApart(attack, {{"write", "written", "EACCES"}, {"read", "read", "EACCES"}});
   EXPECT_EQ(attack.victim["dir_now"], nlohmann::json::array({"secret"})) << attack.victim;
+  EXPECT_EQ(attack.attacker["own_tmp"], nlohmann::json::array({"control"})) << attack.attacker;
 }
 
 // Landlock's signal scoping (ABI 6): a request's signals stay inside its own domain.

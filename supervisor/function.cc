@@ -117,6 +117,9 @@ absl::StatusOr<ZygoteConfig> Function::BuildZygoteConfig() const {
   const int64_t slots = 1 + spec_.spares + host_->max_concurrency;
   sandbox.memory_bytes = spec_.memory_bytes * slots;
   sandbox.pids_limit = spec_.pids_limit * slots;
+  // One user namespace per live spare (its own /tmp); a dead one's is freed a moment
+  // after it is reaped, so twice as many and some to spare.
+  sandbox.nested_namespaces = static_cast<int>(2 * slots + 16);
   sandbox.cpus = std::max(spec_.cpus, 1.0) * 2;
   runtime::NetworkHost network{host_->network_helper, host_->pasta_path, host_->dns_upstream};
   ZYGO_ASSIGN_OR_RETURN(config.sandbox, runtime::PlanSandbox(sandbox, network));

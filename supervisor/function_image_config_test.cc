@@ -22,8 +22,8 @@ using ::testing::Contains;
 constexpr char kImage[] = "multilayer:test";
 constexpr char kScript[] = "echo cwd=$(pwd); echo uid=$(id -u) gid=$(id -g); env";
 
-// The report's lines, sorted, without TMPDIR: a warm request's own directory
-// (/tmp/zygo-req-N), the one thing a request is meant to see differently.
+// The report's lines, sorted, without TMPDIR: a warm request's is /tmp, its own tmpfs,
+// which a one-shot run does not set.
 std::vector<std::string> Lines(const std::string& text) {
   std::vector<std::string> lines;
   for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {

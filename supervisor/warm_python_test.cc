@@ -24,7 +24,7 @@
 namespace zygo::supervisor {
 namespace {
 
-constexpr char kHandlers[] = R"(import os, random, sys, tempfile, time, uuid
+constexpr char kHandlers[] = R"(import ctypes, errno, os, random, sys, tempfile, time, uuid
 
 calls = 0  # module state: every request must see the zygote's copy, untouched
 
@@ -79,10 +79,12 @@ def unique(event):
     return {"random": random.random(), "uuid": str(uuid.uuid4()), "pid": os.getpid()}
 
 def tmp(event):
-    names = sorted(os.listdir(tempfile.gettempdir()))
-    with open(os.path.join(tempfile.gettempdir(), "mine"), "w") as f:
-        f.write("x")
-    return {"tmpdir": tempfile.gettempdir(), "before": names}
+    names = sorted(os.listdir("/tmp"))
+    with open("/tmp/x", "w") as f:
+        f.write(event)
+    with open(os.path.join(tempfile.gettempdir(), "y"), "w") as f:
+        f.write(event)
+    return {"tmpdir": tempfile.gettempdir(), "before": names, "x": open("/tmp/x").read()}
 
 def kill_parent(event):
     try:
@@ -98,23 +100,21 @@ def cgroups(event):
     return open("/proc/self/cgroup").read().splitlines()
 
 def peek(event):
-    # Writes a secret into its own TMPDIR, then tries every other request's directory.
-    with open(os.path.join(tempfile.gettempdir(), "secret"), "w") as f:
-        f.write("mine")
-    own = open(os.path.join(tempfile.gettempdir(), "secret")).read()
-    time.sleep(event)
-    seen = {}
-    for name in ["/tmp"] + ["/tmp/" + n for n in ("zygo-req-1", "zygo-req-2", "zygo-req-3",
-                                                  "zygo-req-4", "zygo-req-5", "zygo-req-6")]:
-        if name == tempfile.gettempdir():
-            continue
-        try:
-            seen[name] = sorted(os.listdir(name))
-        except FileNotFoundError:
-            pass
-        except PermissionError:
-            seen[name] = "denied"
-    return {"own": own, "seen": seen}
+    # Writes its token into /tmp/secret, waits while the other request does the same, then
+    # reads back what /tmp holds.
+    before = sorted(os.listdir("/tmp"))
+    with open("/tmp/secret-" + event["token"], "w") as f:
+        f.write(event["token"])
+    time.sleep(event["sleep"])
+    return {"before": before, "after": sorted(os.listdir("/tmp")),
+            "own": open("/tmp/secret-" + event["token"]).read()}
+
+def nest(event):
+    # unshare(CLONE_NEWUSER | CLONE_NEWNS), which the sandbox lets only a spare make.
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(0x10000000 | 0x00020000) == 0:
+        return "made"
+    return errno.errorcode.get(ctypes.get_errno(), "?")
 
 def unencodable(event):
     return {1, 2, 3}
@@ -278,39 +278,54 @@ TEST_F(WarmPythonTest, RandomStateAndUuidDifferPerRequest) {
   EXPECT_EQ(uuids.size(), 5u);
 }
 
+// A handler writes /tmp/x (and a file in tempfile's dir) and reads it back on every
+// request; the next request finds /tmp empty again.
 TEST_F(WarmPythonTest, EachRequestHasItsOwnEmptyTmp) {
   UpHandler("tmp");
-  ExecReply first = Call("tmp");
-  ExecReply second = Call("tmp");
-  ASSERT_TRUE(first.ok && second.ok) << first.error_message << second.error_message;
-  EXPECT_EQ(Result(first)["before"], nlohmann::json::array()) << "the first request wrote a file";
-  EXPECT_EQ(Result(second)["before"], nlohmann::json::array())
-      << "the second request saw the first one's file";
-  EXPECT_NE(Result(first)["tmpdir"], Result(second)["tmpdir"]);
+  for (int i = 0; i < 3; ++i) {
+    const std::string event = absl::StrCat("\"request ", i, "\"");
+    ExecReply reply = Call("tmp", event);
+    ASSERT_TRUE(reply.ok) << reply.error_type << ": " << reply.error_message;
+    EXPECT_EQ(Result(reply)["x"], nlohmann::json::parse(event));
+    EXPECT_EQ(Result(reply)["tmpdir"], "/tmp");
+    EXPECT_EQ(Result(reply)["before"], nlohmann::json::array())
+        << "request " << i << " saw an earlier request's files";
+  }
 }
 
-TEST_F(WarmPythonTest, ConcurrentRequestsCannotReadEachOthersTmp) {
+// Two requests at once, each writing its own secret into /tmp: each sees only its own
+// (the control that the write happened), never the other's, though both were alive.
+TEST_F(WarmPythonTest, ConcurrentRequestsCannotSeeEachOthersTmp) {
   UpHandler("peek");
   std::promise<ExecReply> first, second;
   ExecRequest slow;
   slow.function = "peek";
-  slow.event_json = "0.8";
+  slow.event_json = R"({"token": "slow", "sleep": 0.8})";
   service_->Exec(slow, [&](ExecReply reply) { first.set_value(reply); });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   ExecRequest fast = slow;
-  fast.event_json = "0";
+  fast.event_json = R"({"token": "fast", "sleep": 0})";
   service_->Exec(fast, [&](ExecReply reply) { second.set_value(reply); });
   ExecReply a = first.get_future().get();
   ExecReply b = second.get_future().get();
   ASSERT_TRUE(a.ok && b.ok) << a.error_message << b.error_message;
-  for (const ExecReply* reply : {&a, &b}) {
+  for (const auto& [reply, token] : {std::pair{&a, "slow"}, std::pair{&b, "fast"}}) {
     nlohmann::json result = Result(*reply);
-    EXPECT_EQ(result["own"], "mine") << "control: a request reads its own files";
-    for (auto& [dir, listing] : result["seen"].items()) {
-      EXPECT_EQ(listing, "denied") << dir << " was readable: " << listing;
-    }
-    EXPECT_TRUE(result["seen"].contains("/tmp")) << reply->result_json;
+    EXPECT_EQ(result["own"], token) << "control: a request reads its own files";
+    EXPECT_EQ(result["before"], nlohmann::json::array()) << reply->result_json;
+    EXPECT_EQ(result["after"], nlohmann::json::array({absl::StrCat("secret-", token)}))
+        << reply->result_json;
   }
+}
+
+// Its spare made a user and mount namespace of its own (the /tmp tests above are the
+// control); the request can make none within it: the sandbox's seccomp lets the call
+// through, the namespace's limit of 0 refuses it.
+TEST_F(WarmPythonTest, ARequestCannotMakeANamespaceOfItsOwn) {
+  UpHandler("nest");
+  ExecReply reply = Call("nest");
+  ASSERT_TRUE(reply.ok) << reply.error_type << ": " << reply.error_message;
+  EXPECT_EQ(Result(reply), "ENOSPC");
 }
 
 TEST_F(WarmPythonTest, RequestCannotSignalTheZygote) {

@@ -137,12 +137,13 @@ void Zygote::LaunchThread(base::UniqueFd agent_end, base::UniqueFd log_end) {
     while (seccomp_kills_.size() > kMaxKeptStatuses) seccomp_kills_.erase(seccomp_kills_.begin());
     status_cv_.notify_all();
   };
-  options.on_started = [&](pid_t, int pidfd, core::Cgroup*) {
+  options.on_started = [&](pid_t pid, int pidfd, core::Cgroup*) {
     // Only the agent may hold its end: our copy would hide the agent's exit from us.
     agent_end.Reset();
     log_end.Reset();
     std::lock_guard<std::mutex> lock(mu_);
     pidfd_.Reset(fcntl(pidfd, F_DUPFD_CLOEXEC, 0));
+    init_pid_ = pid;
     // Stop() ran while the sandbox was being made: end it now.
     if (stopping_.load()) base::sys::RawPidfdSendSignal(pidfd, SIGKILL);
   };
@@ -297,8 +298,21 @@ void Zygote::HandleForked(wire::ReceivedFrame& received) {
     return;
   }
   if (absl::Status prepared = PrepareSpare(*spare); !prepared.ok()) {
+    // A sandbox being stopped fails its last spares' mounts: nothing to say then.
+    if (stopping_.load() || dead_.load()) {
+      DestroySpare(std::move(spare));
+      return;
+    }
     LogFor(config_.name, LogLevel::kError, prepared.message());
+    // A spare alive and still not given its /tmp: no spare of this zygote would be.
+    const bool broken = prepared.code() == absl::StatusCode::kFailedPrecondition &&
+                        base::sys::RawPidfdSendSignal(spare->pidfd.get(), 0) == 0;
     DestroySpare(std::move(spare));
+    if (broken) {
+      MarkDead(std::string(prepared.message()));
+      std::lock_guard<std::mutex> lock(mu_);
+      if (pidfd_.valid()) base::sys::RawPidfdSendSignal(pidfd_.get(), SIGKILL);
+    }
     return;
   }
   std::move(lost).Cancel();
@@ -320,6 +334,7 @@ absl::Status Zygote::PrepareSpare(Spare& spare) {
     }
   }
   spare.admit_us = MicrosSince(admit_start);
+  ZYGO_RETURN_IF_ERROR(GiveOwnTmp(spare));
   // The request's stdio, ready before it arrives. Memfds, not pipes: the child never
   // blocks on a full pipe, nobody drains them while it runs, and the pages they fill are
   // charged to the request's own memory cgroup.

@@ -104,6 +104,7 @@ class Zygote : private SparePool::Host {
   void HandleForked(wire::ReceivedFrame& received);
   absl::Status PrepareSpare(Spare& spare);
   absl::Status Admit(Spare& spare, core::Cgroup& cgroup);
+  absl::Status GiveOwnTmp(Spare& spare);
   // SparePool::Host: a Spawn to the agent, and a spare's end.
   absl::Status SendSpawn(uint64_t id) override;
   void DestroySpare(std::unique_ptr<Spare> spare) override;
@@ -130,7 +131,8 @@ class Zygote : private SparePool::Host {
   std::condition_variable hello_cv_;     // the agent said Hello, or died
   std::condition_variable status_cv_;    // an exit status arrived (only error paths wait)
   bool hello_ = false;                   // the agent is warm
-  base::UniqueFd pidfd_;                 // the sandbox's init
+  base::UniqueFd pidfd_;                 // the sandbox's init; set once, at its start
+  pid_t init_pid_ = 0;                   // the sandbox's init, in our pid namespace
   pid_t agent_pid_ = 0;                  // the zygote agent, in our pid namespace
   std::map<uint64_t, int> exit_status_;  // spare id -> wait status, from the zygote's Done
   // Processes zygo-init killed for a foreign-ABI call, by their pid in the sandbox.

@@ -15,6 +15,9 @@
 #include "absl/strings/str_cat.h"
 #include "agents/wire/channel.h"
 #include "core/base/errno_status.h"
+#include "core/base/status_macros.h"
+#include "core/base/sys/process.h"
+#include "core/nested_tmp.h"
 
 extern char** environ;
 
@@ -92,7 +95,7 @@ absl::Status AgentProcess::Send(const wire::Frame& frame) {
   return wire::SendFrame(channel_.get(), frame, {});
 }
 
-absl::StatusOr<Spare> AgentProcess::Spawn(uint64_t spare_id) {
+absl::StatusOr<Spare> AgentProcess::Spawn(uint64_t spare_id, bool isolate) {
   absl::StatusOr<wire::Frame> spawn = wire::Encode(wire::SpawnMessage{spare_id});
   if (!spawn.ok()) return spawn.status();
   if (absl::Status status = Send(*spawn); !status.ok()) return status;
@@ -106,6 +109,14 @@ absl::StatusOr<Spare> AgentProcess::Spawn(uint64_t spare_id) {
   if (!forked.ok()) return forked.status();
   spare.claimed_pid = forked->pid;
   spare.channel = std::move(frame->fds[0]);
+  if (!isolate) return spare;
+  // The agent runs unsandboxed here: its user namespace stands for the sandbox's.
+  base::UniqueFd agent_pidfd(base::sys::RawPidfdOpen(pid_));
+  base::UniqueFd spare_pidfd(base::sys::RawPidfdOpen(spare.pid));
+  const core::NestedTmpTarget target{pid_, agent_pidfd.get(), spare.pid, spare_pidfd.get()};
+  ZYGO_RETURN_IF_ERROR(core::MountOwnTmp(target, {16 << 20, static_cast<uint32_t>(::getegid())}));
+  ZYGO_ASSIGN_OR_RETURN(wire::Frame isolate_frame, wire::Encode(wire::IsolateMessage{}));
+  ZYGO_RETURN_IF_ERROR(wire::SendFrame(spare.channel.get(), isolate_frame, {}));
   return spare;
 }
 

@@ -1,6 +1,7 @@
 // The supervisor's side of an agent, for the conformance suite: starts an agent binary as
 // a plain subprocess on a zygote channel (supervisor end with SO_PASSCRED), and speaks the
-// v3 protocol to it: Hello, Spawn -> Forked, Run on a child channel, Done(spare).
+// protocol to it: Hello, Spawn -> Forked, the spare's own /tmp and Isolate, Run on a child
+// channel, Done(spare).
 #ifndef ZYGO_AGENTS_CONFORMANCE_AGENT_PROCESS_H_
 #define ZYGO_AGENTS_CONFORMANCE_AGENT_PROCESS_H_
 
@@ -57,8 +58,9 @@ class AgentProcess {
                                            absl::Duration timeout = kFrameTimeout);
   absl::Status Send(const wire::Frame& frame);
 
-  // Spawn(id), then the Forked frame for it.
-  absl::StatusOr<Spare> Spawn(uint64_t spare_id);
+  // Spawn(id), then the Forked frame for it; then, as the supervisor does, mounts the
+  // spare's own /tmp (core::MountOwnTmp) and sends Isolate, unless `isolate` is false.
+  absl::StatusOr<Spare> Spawn(uint64_t spare_id, bool isolate = true);
 
   // Waits for the zygote's Done(spare id): the spare was reaped.
   absl::StatusOr<wire::DoneMessage> Reaped(uint64_t spare_id);
@@ -90,8 +92,8 @@ absl::StatusOr<wire::ReceivedFrame> RunOn(Spare& spare, const wire::RunMessage& 
                                           absl::Span<const int> fds = {},
                                           std::string* compiled = nullptr);
 
-// A unique, non-zero spare id per call in this process; distinct across processes too,
-// since the agents' temp dirs (/tmp/zygo-req-<id>) share the host's /tmp in this suite.
+// A unique, non-zero spare id per call in this process; distinct across processes too, so
+// names a test derives from it never collide on the host.
 uint64_t NextSpareId();
 
 }  // namespace zygo::agents::conformance

@@ -80,8 +80,8 @@ class ConformanceTest : public ::testing::TestWithParam<AgentKind> {
     std::ofstream(dir_ + "/" + GetParam().handler_file) << GetParam().handler_source;
   }
 
-  // Hangs up like a supervisor retiring the zygote, so it reaps its spares and removes
-  // their temp dirs (this suite shares the host's /tmp) before the agent object SIGKILLs.
+  // Hangs up like a supervisor retiring the zygote, so it reaps its spares before the
+  // agent object SIGKILLs.
   void TearDown() override {
     if (agent_ == nullptr) return;
     agent_->HangUp();
@@ -100,7 +100,7 @@ class ConformanceTest : public ::testing::TestWithParam<AgentKind> {
     ASSERT_TRUE(hello.ok()) << hello.status();
     EXPECT_EQ(hello->agent_kind, GetParam().name);
     EXPECT_EQ(hello->protocol_version, wire::kProtocolVersion);
-    EXPECT_EQ(wire::kProtocolVersion, 6u);
+    EXPECT_EQ(wire::kProtocolVersion, 7u);
     EXPECT_EQ(hello->pid, agent_->pid());  // Same pid namespace in this suite.
     EXPECT_EQ(frame->sender_pid, agent_->pid());
   }
@@ -418,32 +418,37 @@ TEST_P(ConformanceTest, SparesAreReseeded) {
   ExpectReaped(second.id, 0);
 }
 
-TEST_P(ConformanceTest, EachSpareHasItsOwnEmptyTmpDirRemovedAfterReap) {
+// Each spare's /tmp is its own tmpfs: the first writes a file there, which neither the
+// second (alive at the same time) nor the host's /tmp has.
+TEST_P(ConformanceTest, EachSpareHasItsOwnEmptyTmp) {
   StartFunctionMode();
   Spare first = SpawnSpare();
   Spare second = SpawnSpare();
-  for (Spare* spare : {&first, &second}) {
-    const std::string expected = absl::StrCat("/tmp/zygo-req-", spare->id);
-    absl::StatusOr<wire::ReceivedFrame> reply = RunOn(*spare, MakeRun(R"({"op": "tmpdir"})"));
-    ASSERT_TRUE(reply.ok()) << reply.status();
-    const nlohmann::json got = nlohmann::json::parse(ResultOf(*reply), nullptr, false);
-    ASSERT_TRUE(got.is_object()) << ResultOf(*reply);
-    EXPECT_EQ(got["gettempdir"], expected);
-    EXPECT_EQ(got["environ"], expected);
-    EXPECT_EQ(got["c_environ"], expected);
-    EXPECT_EQ(got["listing"], nlohmann::json::array());
-    ExpectReaped(spare->id, 0);
-    struct stat st;
-    EXPECT_NE(::stat(expected.c_str(), &st), 0) << expected << " still exists after the reap";
-  }
+  const std::string mine = absl::StrCat("/tmp/zygo-conformance-", first.id);
+  absl::StatusOr<wire::ReceivedFrame> reply =
+      RunOn(first, MakeRun(nlohmann::json({{"op", "write"}, {"path", mine}}).dump()));
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_EQ(ResultOf(*reply), R"("written")");
+  ExpectReaped(first.id, 0);
+  reply = RunOn(second, MakeRun(R"({"op": "tmpdir"})"));
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  const nlohmann::json got = nlohmann::json::parse(ResultOf(*reply), nullptr, false);
+  ASSERT_TRUE(got.is_object()) << ResultOf(*reply);
+  EXPECT_EQ(got["gettempdir"], "/tmp");
+  EXPECT_EQ(got["environ"], "/tmp");
+  EXPECT_EQ(got["c_environ"], "/tmp");
+  EXPECT_EQ(got["listing"], nlohmann::json::array());
+  ExpectReaped(second.id, 0);
+  struct stat st;
+  EXPECT_NE(::stat(mine.c_str(), &st), 0) << mine << " reached the host's /tmp";
 }
 
 TEST_P(ConformanceTest, WritesOnlyBeneathTheTmpDir) {
   if (LandlockAbi() < 1) GTEST_SKIP() << "the kernel has no Landlock";
   StartFunctionMode();
-  // Allow control: the same probe writes into the spare's own temp dir.
+  // Allow control: the same probe writes into the spare's own /tmp.
   Spare spare = SpawnSpare();
-  const std::string inside = absl::StrCat("/tmp/zygo-req-", spare.id, "/probe");
+  const std::string inside = "/tmp/probe";
   absl::StatusOr<wire::ReceivedFrame> reply =
       RunOn(spare, MakeRun(nlohmann::json({{"op", "write"}, {"path", inside}}).dump()));
   ASSERT_TRUE(reply.ok()) << reply.status();
@@ -458,36 +463,33 @@ TEST_P(ConformanceTest, WritesOnlyBeneathTheTmpDir) {
   EXPECT_NE(::stat(outside.c_str(), &st), 0);
 }
 
-// A spare whose temp dir already exists (someone else's making) is not isolated: its Run
-// is answered Failed("SetupError") naming the dir, the spare exits 1 and the handler never
-// runs: it would have written into that dir, where no Landlock domain stops it yet. The
-// control: the same Run on an isolated spare writes into its own temp dir.
+// A spare that never got Isolate (so no Landlock domain of its own yet) answers its Run
+// Failed("SetupError"), exits 1 and never runs the handler, which would have written into
+// the test's directory. The control: an isolated spare runs the same kind of write into
+// its own /tmp.
 TEST_P(ConformanceTest, AnUnisolatedSpareNeverRunsItsRequest) {
   StartFunctionMode();
   const auto write_event = [](const std::string& path) {
     return nlohmann::json({{"op", "write"}, {"path", path}}).dump();
   };
   Spare isolated = SpawnSpare();
-  absl::StatusOr<wire::ReceivedFrame> reply =
-      RunOn(isolated, MakeRun(write_event(absl::StrCat("/tmp/zygo-req-", isolated.id, "/ran"))));
+  absl::StatusOr<wire::ReceivedFrame> reply = RunOn(isolated, MakeRun(write_event("/tmp/ran")));
   ASSERT_TRUE(reply.ok()) << reply.status();
   EXPECT_EQ(ResultOf(*reply), R"("written")");
   ExpectReaped(isolated.id, 0);
 
   const uint64_t id = NextSpareId();
-  const std::string planted = absl::StrCat("/tmp/zygo-req-", id);
-  ASSERT_EQ(::mkdir(planted.c_str(), 0777), 0);
-  absl::StatusOr<Spare> unisolated = agent_->Spawn(id);
+  absl::StatusOr<Spare> unisolated = agent_->Spawn(id, /*isolate=*/false);
   ASSERT_TRUE(unisolated.ok()) << unisolated.status();
-  reply = RunOn(*unisolated, MakeRun(write_event(planted + "/ran")));
+  const std::string outside = dir_ + "/ran";
+  reply = RunOn(*unisolated, MakeRun(write_event(outside)));
   ASSERT_TRUE(reply.ok()) << reply.status();
   const wire::FailedMessage failed = FailedOf(*reply);
   EXPECT_EQ(failed.error_type, "SetupError");
-  EXPECT_NE(failed.message.find(planted), std::string::npos) << failed.message;
+  EXPECT_NE(failed.message.find("before Isolate"), std::string::npos) << failed.message;
   struct stat st;
-  EXPECT_NE(::stat((planted + "/ran").c_str(), &st), 0) << "the handler ran";
-  ExpectReaped(id, 1);  // The reap removes the planted dir like any spare's.
-  ::rmdir(planted.c_str());
+  EXPECT_NE(::stat(outside.c_str(), &st), 0) << "the handler ran";
+  ExpectReaped(id, 1);
 }
 
 TEST_P(ConformanceTest, ARequestCannotSignalASiblingOrTheZygote) {
@@ -562,8 +564,6 @@ TEST_P(ConformanceTest, EofOnTheZygoteChannelEndsTheAgentAndItsSpares) {
   EXPECT_TRUE(WIFEXITED(*wstatus) && WEXITSTATUS(*wstatus) == 0) << *wstatus;
   EXPECT_NE(::kill(spare.pid, 0), 0);  // Reaped by the zygote on its way out.
   EXPECT_TRUE(wire::IsPeerClosed(wire::ReceiveFrame(spare.channel.get(), kFrameTimeout).status()));
-  struct stat st;
-  EXPECT_NE(::stat(absl::StrCat("/tmp/zygo-req-", spare.id).c_str(), &st), 0);
 }
 
 // ~200 requests on prepared spares: the p50 from Run sent to Done received is what the

@@ -1,7 +1,7 @@
 // zygo-agent-exec as a plain subprocess on a zygote channel (agents/conformance's
-// AgentProcess): each spare has its own temp dir as the command's TMPDIR, made before its
-// request and gone after its reap, and its own Landlock domain; an unisolated spare never
-// runs the command. The command is `sh -c 'eval "$(cat)"'`: each Run's stdin is its script.
+// AgentProcess): each spare has its own /tmp (TMPDIR=/tmp), empty and unseen by any other,
+// and its own Landlock domain; an unisolated spare never runs the command. The command is `sh -c
+// 'eval "$(cat)"'`: each Run's stdin is its script.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -31,7 +31,6 @@ using base::UniqueFd;
 using conformance::AgentProcess;
 using conformance::Spare;
 using isolation::LandlockAbi;
-using isolation::RequestTmpDir;
 
 bool Exists(const std::string& path) {
   struct stat st;
@@ -80,17 +79,18 @@ class ExecAgentTest : public ::testing::Test {
     EXPECT_EQ(wire::DecodeHello(*hello)->agent_kind, "exec");
   }
 
-  // As a supervisor retiring the zygote: it reaps its spares and removes their temp dirs
-  // (this test shares the host's /tmp) before the agent object SIGKILLs.
+  // As a supervisor retiring the zygote: it reaps its spares before the agent object
+  // SIGKILLs.
   void TearDown() override {
     if (agent_ == nullptr) return;
     agent_->HangUp();
     EXPECT_TRUE(agent_->WaitExit(absl::Seconds(10)).ok());
   }
 
-  // A spare that answered Ping: it is isolated and waiting for its request.
-  Spare SpawnWaiting(uint64_t id = conformance::NextSpareId()) {
-    absl::StatusOr<Spare> spare = agent_->Spawn(id);
+  // A spare that answered Ping: it is isolated (unless not `isolate`) and waiting for its
+  // request.
+  Spare SpawnWaiting(uint64_t id = conformance::NextSpareId(), bool isolate = true) {
+    absl::StatusOr<Spare> spare = agent_->Spawn(id, isolate);
     EXPECT_TRUE(spare.ok()) << spare.status() << "\nstderr: " << agent_->Stderr();
     if (!spare.ok()) return Spare{};
     EXPECT_TRUE(
@@ -141,30 +141,25 @@ class ExecAgentTest : public ::testing::Test {
   static inline int count_ = 0;
 };
 
-TEST_F(ExecAgentTest, EachRequestHasItsOwnTmpDirMadeBeforeItAndRemovedAfterItsReap) {
+// Two spares alive at once: what the first leaves in /tmp (files, a directory, a symlink
+// out of it) the second never sees, nor does the host's /tmp; the link's target stays.
+TEST_F(ExecAgentTest, EachRequestHasItsOwnEmptyTmp) {
   Spare first = SpawnWaiting();
   Spare second = SpawnWaiting();
-  for (const Spare* spare : {&first, &second}) {
-    struct stat st;
-    ASSERT_EQ(::lstat(RequestTmpDir(spare->id).c_str(), &st), 0) << "made before the request";
-    EXPECT_TRUE(S_ISDIR(st.st_mode));
-    EXPECT_EQ(st.st_mode & 0777, 0700u);
-  }
-  Ran ran = RunScript(first, R"(printf '%s|' "$TMPDIR"; ls -A "$TMPDIR")");
-  EXPECT_EQ(ran.reply, "exec'd");
-  EXPECT_EQ(ran.exit_code, 0) << ran.err;
-  EXPECT_EQ(ran.out, RequestTmpDir(first.id) + "|");
-  EXPECT_FALSE(Exists(RequestTmpDir(first.id))) << "removed before Done(spare)";
-
-  // A request that leaves files, a directory and symlinks out of its dir behind: all of
-  // its dir goes, nothing the links name does.
   const std::string victim = dir_ + "/victim";
   ASSERT_EQ(::mkdir(victim.c_str(), 0755), 0);
   std::ofstream(victim + "/keep") << "keep";
-  ran = RunScript(second, absl::StrCat(R"(cd "$TMPDIR" && mkdir -p a/b && echo x > a/b/file &&
-      ln -s )", victim, " link && ln -s ", victim, " a/b/link && echo left"));
-  EXPECT_EQ(ran.out, "left\n") << ran.err;
-  EXPECT_FALSE(Exists(RequestTmpDir(second.id)));
+  const std::string mine = absl::StrCat("zygo-exec-test-", first.id);
+  Ran ran = RunScript(first, absl::StrCat(R"(printf '%s|' "$TMPDIR"; ls -A /tmp; cd /tmp &&
+      mkdir -p )",
+                                          mine, "/b && echo x > ", mine, "/b/file && ln -s ",
+                                          victim, " link && echo left"));
+  EXPECT_EQ(ran.reply, "exec'd");
+  EXPECT_EQ(ran.exit_code, 0) << ran.err;
+  EXPECT_EQ(ran.out, "/tmp|left\n") << ran.err;
+  ran = RunScript(second, R"(printf '%s|' "$TMPDIR"; ls -A /tmp; echo end)");
+  EXPECT_EQ(ran.out, "/tmp|end\n") << ran.err;
+  EXPECT_FALSE(Exists("/tmp/" + mine)) << "reached the host's /tmp";
   EXPECT_TRUE(Exists(victim + "/keep"));
 }
 
@@ -182,14 +177,15 @@ TEST_F(ExecAgentTest, TheCommandHoldsOnlyItsStdio) {
   EXPECT_EQ(ran.out, "0 1 2 3 ") << ran.err;
 }
 
-TEST_F(ExecAgentTest, ARequestWritesOnlyBeneathItsTmpDir) {
+TEST_F(ExecAgentTest, ARequestWritesOnlyBeneathItsTmp) {
   if (LandlockAbi() < 1) GTEST_SKIP() << "the kernel has no Landlock";
   Spare spare = SpawnWaiting();
-  // Allow control: the same write into its own dir. The test's dir is writable for this
+  // Allow control: the same write into its own /tmp. The test's dir is writable for this
   // process, not for a request.
   const std::string outside = dir_ + "/intruder";
-  Ran ran = RunScript(spare, absl::StrCat(R"(echo x > "$TMPDIR/inside" && echo inside written
-      echo x > )", outside, " || echo outside refused"));
+  Ran ran = RunScript(spare, absl::StrCat(R"(echo x > /tmp/inside && echo inside written
+      echo x > )",
+                                          outside, " || echo outside refused"));
   EXPECT_EQ(ran.out, "inside written\noutside refused\n") << ran.err;
   EXPECT_NE(ran.err.find("Permission denied"), std::string::npos) << ran.err;
   EXPECT_FALSE(Exists(outside));
@@ -203,38 +199,34 @@ TEST_F(ExecAgentTest, ARequestCannotSignalItsZygoteOrASibling) {
   Spare spare = SpawnWaiting();
   // $PPID is the zygote: the spare exec'd the shell. Signal 0 only asks; the control is
   // the request signalling itself.
-  Ran ran = RunScript(spare, absl::StrCat("kill -0 $PPID && echo zygote signalled\n",
-                                          "kill -0 ", sibling.pid, " && echo sibling signalled\n",
-                                          "kill -0 $$ && echo itself signalled"));
+  Ran ran = RunScript(
+      spare, absl::StrCat("kill -0 $PPID && echo zygote signalled\n", "kill -0 ", sibling.pid,
+                          " && echo sibling signalled\n", "kill -0 $$ && echo itself signalled"));
   EXPECT_EQ(ran.out, "itself signalled\n") << ran.err;
   EXPECT_EQ(::kill(sibling.pid, 0), 0) << "the sibling is alive: the refusal was not ESRCH";
   EXPECT_EQ(::kill(agent_->pid(), 0), 0);
 }
 
-// A spare whose temp dir already exists (someone else's making) is not isolated: its Run
-// is answered SetupError and the command never runs.
+// A spare never sent Isolate is not isolated: its Run is answered SetupError and the
+// command never runs. The control: an isolated spare runs the same script.
 TEST_F(ExecAgentTest, AnUnisolatedSpareNeverRunsTheCommand) {
-  const uint64_t id = conformance::NextSpareId();
-  const std::string planted = RequestTmpDir(id);
-  ASSERT_EQ(::mkdir(planted.c_str(), 0777), 0);
-  Spare spare = SpawnWaiting(id);
+  Spare isolated = SpawnWaiting();
+  EXPECT_EQ(RunScript(isolated, "echo ran").out, "ran\n");
+  Spare spare = SpawnWaiting(conformance::NextSpareId(), /*isolate=*/false);
   Ran ran = RunScript(spare, "echo ran");
   EXPECT_EQ(ran.reply.rfind("SetupError: ", 0), 0u) << ran.reply;
-  EXPECT_NE(ran.reply.find(planted), std::string::npos) << ran.reply;
+  EXPECT_NE(ran.reply.find("before Isolate"), std::string::npos) << ran.reply;
   EXPECT_EQ(ran.exit_code, 1);
   EXPECT_EQ(ran.out, "");
-  ::rmdir(planted.c_str());
 }
 
-TEST_F(ExecAgentTest, EofEndsTheAgentAndRemovesItsSparesTmpDirs) {
+TEST_F(ExecAgentTest, EofEndsTheAgentAndItsSpares) {
   Spare spare = SpawnWaiting();
-  ASSERT_TRUE(Exists(RequestTmpDir(spare.id)));
   agent_->HangUp();
   absl::StatusOr<int> wstatus = agent_->WaitExit(absl::Seconds(10));
   ASSERT_TRUE(wstatus.ok()) << wstatus.status();
   EXPECT_TRUE(WIFEXITED(*wstatus) && WEXITSTATUS(*wstatus) == 0) << *wstatus;
   EXPECT_NE(::kill(spare.pid, 0), 0);
-  EXPECT_FALSE(Exists(RequestTmpDir(spare.id)));
 }
 
 }  // namespace

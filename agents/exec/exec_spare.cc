@@ -34,16 +34,15 @@ enum ExecExit : int {
 
 }  // namespace
 
-absl::Status ExecSpareRunner::Isolate(uint64_t spare_id) {
-  if (absl::Status isolated = isolation::IsolateSpare(spare_id, landlock_); !isolated.ok()) {
+absl::Status ExecSpareRunner::Isolate() {
+  if (absl::Status isolated = isolation::IsolateSpare(landlock_); !isolated.ok()) {
     return isolated;
   }
   // Set here, before the request: the command inherits it through execvp's environ. It
-  // replaces a TMPDIR from the function's env, which would name a directory every request
-  // shares (and that the Landlock domain no longer lets it write).
-  const std::string tmp_dir = isolation::RequestTmpDir(spare_id);
-  if (::setenv("TMPDIR", tmp_dir.c_str(), 1) != 0) {
-    return base::ErrnoStatus(errno, absl::StrCat("setenv(TMPDIR=", tmp_dir, ")"));
+  // replaces a TMPDIR from the function's env, which would name a directory outside the
+  // request's own /tmp (that the Landlock domain no longer lets it write).
+  if (::setenv("TMPDIR", isolation::kRequestTmp, 1) != 0) {
+    return base::ErrnoStatus(errno, "setenv(TMPDIR=/tmp)");
   }
   return absl::OkStatus();
 }
@@ -51,16 +50,17 @@ absl::Status ExecSpareRunner::Isolate(uint64_t spare_id) {
 void ExecSpareRunner::RunSpare(const zygote::SpareContext& context) {
   // Right away rather than last: a zygote dying while this spare prepares takes it along.
   if (!isolation::DieWithParent(context.zygote_pid).ok()) ::_exit(zygote::kSpareZygoteGone);
+  // Before Forked: the supervisor mounts this spare's /tmp in the namespaces it names then.
+  const absl::Status setup = isolation::EnterOwnNamespaces();
   absl::StatusOr<base::UniqueFd> channel = zygote::AnnounceSpare(context);
   if (!channel.ok()) ::_exit(zygote::kSpareNotAnnounced);
-  // Isolation before anything else may run: the supervisor sends nothing but Join until
-  // the request, and the command runs only after the Run.
-  const absl::Status setup = Isolate(context.spare_id);
+  // Isolation at the supervisor's Isolate, before any Run; the command runs only after it.
   const int fd = channel->get();
   zygote::ChildChannelHandlers handlers;
   handlers.on_run = [this, fd](wire::ReceivedFrame& received, const wire::RunMessage& run) {
     Exec(fd, received, run.request_id, run.fd_layout == wire::FdLayout::kStdio);
   };
+  handlers.on_isolate = [this] { return Isolate(); };
   zygote::ServeChildChannel(fd, setup, handlers);
 }
 

@@ -1,7 +1,7 @@
 // A warm-exec spare's life after fork: hand the supervisor a child channel (Forked, sent by
-// the child itself), set itself apart from the other requests (death with the zygote, a
-// private temp dir, its own Landlock domain), join its request cgroup when asked, then wait
-// for one Run and become the function's command with the Run's stdio and TMPDIR.
+// the child itself), set itself apart from the other requests (death with the zygote, its
+// own namespaces and /tmp, its own Landlock domain), join its request cgroup when asked,
+// then wait for one Run and become the function's command with the Run's stdio.
 #ifndef ZYGO_AGENTS_EXEC_EXEC_SPARE_H_
 #define ZYGO_AGENTS_EXEC_EXEC_SPARE_H_
 
@@ -30,9 +30,9 @@ class ExecSpareRunner : public zygote::SpareRunner {
   [[noreturn]] void RunSpare(const zygote::SpareContext& context) override;
 
  private:
-  // The private temp dir and Landlock domain (agents/isolation), then TMPDIR for the
-  // command. The zygote's fds of "/" are closed whatever fails.
-  absl::Status Isolate(uint64_t spare_id);
+  // The Landlock domain (agents/isolation), then TMPDIR=/tmp for the command. The
+  // zygote's fds of "/" are closed whatever fails.
+  absl::Status Isolate();
   // Installs the Run's stdio and execs the command; a failure is Failed("ExecError").
   [[noreturn]] void Exec(int channel, const wire::ReceivedFrame& received, uint64_t request_id,
                          bool stdio);

@@ -1,13 +1,16 @@
-// Private temp dir, Landlock domain and parent-death signal for one spare.
+// Own namespaces, Landlock domain and parent-death signal for one spare.
 #include "agents/isolation/isolation.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <linux/landlock.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <string>
@@ -34,14 +37,20 @@ absl::Status AddRule(int ruleset, int dir, uint64_t access, const char* path) {
 
 }  // namespace
 
-std::string RequestTmpDir(uint64_t spare_id) { return absl::StrCat("/tmp/zygo-req-", spare_id); }
-
-absl::Status MakeRequestTmpDir(const std::string& dir) {
-  if (::mkdir(dir.c_str(), 0700) != 0)
-    return ErrnoStatus(errno, absl::StrCat("mkdir(", dir, ", 0700)"));
-  // mkdir applies the umask, which can only remove bits; 0700 is what we mean whatever it is.
-  if (::chmod(dir.c_str(), 0700) != 0)
-    return ErrnoStatus(errno, absl::StrCat("chmod(", dir, ", 0700)"));
+absl::Status EnterOwnNamespaces() {
+  if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) {
+    return ErrnoStatus(errno, "unshare(CLONE_NEWUSER | CLONE_NEWNS)");
+  }
+  // The new user namespace gave a full set, bounding set included; none may reach a
+  // request (its execve as root would take the bounding set back).
+  for (int cap = 0; cap <= CAP_LAST_CAP; ++cap) {
+    if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL) {
+      return ErrnoStatus(errno, absl::StrCat("prctl(PR_CAPBSET_DROP, ", cap, ")"));
+    }
+  }
+  __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct none[2] = {};
+  if (::syscall(SYS_capset, &header, none) != 0) return ErrnoStatus(errno, "capset(none)");
   return absl::OkStatus();
 }
 
@@ -124,14 +133,12 @@ absl::Status DieWithParent(pid_t parent) {
   return absl::OkStatus();
 }
 
-absl::Status IsolateSpare(uint64_t spare_id, absl::StatusOr<LandlockBase>& landlock) {
+absl::Status IsolateSpare(absl::StatusOr<LandlockBase>& landlock) {
   absl::Cleanup close_landlock_base = [&landlock] {
     if (landlock.ok()) landlock->entries.clear();
   };
-  const std::string tmp_dir = RequestTmpDir(spare_id);
-  if (absl::Status status = MakeRequestTmpDir(tmp_dir); !status.ok()) return status;
   if (!landlock.ok()) return landlock.status();
-  return RestrictToRequest(*landlock, tmp_dir).status();
+  return RestrictToRequest(*landlock, kRequestTmp).status();
 }
 
 }  // namespace zygo::agents::isolation

@@ -1,6 +1,7 @@
-// Request isolation inside the sandbox, for every agent's spares: each spare gets a private
-// temp dir and its own Landlock domain (writes only there and to /dev; on ABI >= 6 no
-// signals or abstract unix sockets out of the domain), so one request cannot touch a
+// Request isolation inside the sandbox, for every agent's spares: each spare gets its own
+// /tmp (a fresh tmpfs in a mount namespace of its own, which the supervisor mounts:
+// core/nested_tmp.h) and its own Landlock domain (writes only there and to /dev; on ABI >= 6
+// no signals or abstract unix sockets out of the domain), so one request cannot touch a
 // sibling's files, signal or ptrace a sibling or the zygote (ptrace access covers
 // /proc/PID/mem and environ). Complements, never replaces, the sandbox around the zygote.
 #ifndef ZYGO_AGENTS_ISOLATION_ISOLATION_H_
@@ -18,22 +19,24 @@
 
 namespace zygo::agents::isolation {
 
-// "/tmp/zygo-req-<spare id>".
-std::string RequestTmpDir(uint64_t spare_id);
+// Where a request's own tmpfs is mounted, and its TMPDIR.
+inline constexpr char kRequestTmp[] = "/tmp";
 
-// Creates `dir` 0700, empty and new: an existing one is an error (never reuse what
-// someone else may have prepared). Child side, before RestrictToRequest.
-absl::Status MakeRequestTmpDir(const std::string& dir);
+// unshare(CLONE_NEWUSER | CLONE_NEWNS): a user namespace and a mount namespace of the
+// spare's own, so the supervisor can mount a /tmp that only this spare sees; then drops
+// every capability the new user namespace gave (bounding set included), so nothing the
+// spare runs holds one. Child side, right after DieWithParent and before AnnounceSpare
+// (the supervisor mounts once it has the spare's Forked).
+absl::Status EnterOwnNamespaces();
 
 // The kernel's Landlock ABI version, 0 when Landlock is missing or disabled.
 int LandlockAbi();
 
 // The rules every request's Landlock domain starts from: read and execute on each entry of
-// "/" but /tmp (whose other entries are other requests' private directories; a rule on "/"
-// would cover them) and symlinks (their targets are entries of their own, such as /usr/lib);
-// read/write (no create) of /dev's nodes. Listed once by the zygote, which holds an O_PATH
-// fd per entry; its spares inherit them, so a spare stacks its domain without listing "/"
-// again (about 26 syscalls a spare: the listing, a stat and an open per entry).
+// "/" but /tmp (the request's own tmpfs gets its own rule) and symlinks (their targets are entries
+// of their own, such as /usr/lib); read/write (no create) of /dev's nodes. Listed once by the
+// zygote, which holds an O_PATH fd per entry; its spares inherit them, so a spare stacks its domain
+// without listing "/" again (about 26 syscalls a spare: the listing, a stat and an open per entry).
 struct LandlockBase {
   struct Entry {
     std::string path;
@@ -57,14 +60,14 @@ absl::StatusOr<int> RestrictToRequest(LandlockBase& base, const std::string& tmp
 // have died before the prctl): a spare never outlives its zygote. Child side.
 absl::Status DieWithParent(pid_t parent);
 
-// The isolation every agent's spare applies to itself before it waits for its request:
-// its private temp dir RequestTmpDir(spare_id) (MakeRequestTmpDir; the request's TMPDIR),
-// then its own Landlock domain stacked from the zygote's `landlock` (RestrictToRequest, at
+// The isolation every agent's spare applies to itself before its request, once the
+// supervisor has mounted its own /tmp and sent Isolate: its own Landlock domain stacked
+// from the zygote's `landlock` with every access beneath kRequestTmp (RestrictToRequest, at
 // landlock->abi; the zygote's failure to prepare it fails this). The zygote's fds of "/"
 // are closed in this process whatever fails, so no request inherits them. A spare that
 // gets an error must not run its request (zygote::ServeChildChannel refuses it). Child
-// side, after DieWithParent; needs no privileges.
-absl::Status IsolateSpare(uint64_t spare_id, absl::StatusOr<LandlockBase>& landlock);
+// side; needs no privileges.
+absl::Status IsolateSpare(absl::StatusOr<LandlockBase>& landlock);
 
 }  // namespace zygo::agents::isolation
 

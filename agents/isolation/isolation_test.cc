@@ -1,13 +1,18 @@
-// Request isolation pieces, tried for real: the temp dir, the Landlock domain (in a forked
-// child, with allow controls), the two together as a spare applies them, and the
-// symlink-safe tree removal.
+// Request isolation pieces, tried for real: the spare's own namespaces (and no capability
+// left from them), the Landlock domain (in a forked child, with allow controls), and the
+// two together as a spare applies them.
 #include "agents/isolation/isolation.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/capability.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,7 +22,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/base/sys/remove_tree.h"
 
 namespace zygo::agents::isolation {
 namespace {
@@ -42,14 +46,48 @@ int CreateErrno(const std::string& path) {
   return 0;
 }
 
-TEST(IsolationTest, RequestTmpDirIsNewAndPrivate) {
-  EXPECT_EQ(RequestTmpDir(42), "/tmp/zygo-req-42");
-  const std::string dir = TestDir("req") + "/spare";
-  ASSERT_TRUE(MakeRequestTmpDir(dir).ok());
-  struct stat st;
-  ASSERT_EQ(::stat(dir.c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0700u);
-  EXPECT_EQ(MakeRequestTmpDir(dir).code(), absl::StatusCode::kAlreadyExists);
+// Exit status of a child that runs `body`.
+template <typename Body>
+int InChild(Body body) {
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(body());
+  int wstatus = 0;
+  if (child < 0 || ::waitpid(child, &wstatus, 0) != child || !WIFEXITED(wstatus)) return -1;
+  return WEXITSTATUS(wstatus);
+}
+
+bool HasEffectiveCapability() {
+  __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2] = {};
+  if (::syscall(SYS_capget, &header, data) != 0) return true;
+  return data[0].effective != 0 || data[1].effective != 0 || data[0].permitted != 0 ||
+         data[1].permitted != 0;
+}
+
+// The control: unshare alone leaves the spare every capability in its new namespace, and
+// a mount there goes through. EnterOwnNamespaces leaves none, bounding set included, and
+// the same mount is refused.
+TEST(IsolationTest, OwnNamespacesLeaveNoCapability) {
+  EXPECT_EQ(InChild([] {
+              if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) return 10;
+              if (!HasEffectiveCapability()) return 11;
+              return ::mount("none", "/tmp", "tmpfs", 0, nullptr) == 0 ? 0 : 12;
+            }),
+            0);
+  EXPECT_EQ(InChild([] {
+              struct stat before, after;
+              if (::stat("/proc/self/ns/user", &before) != 0) return 20;
+              if (!EnterOwnNamespaces().ok()) return 21;
+              if (::stat("/proc/self/ns/user", &after) != 0) return 22;
+              if (before.st_ino == after.st_ino) return 23;  // not a namespace of its own
+              if (HasEffectiveCapability()) return 24;
+              for (int cap = 0; cap <= CAP_LAST_CAP; ++cap) {
+                if (::prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1) return 25;
+              }
+              if (::mount("none", "/tmp", "tmpfs", 0, nullptr) == 0) return 26;
+              return errno == EPERM ? 0 : 27;
+            }),
+            0);
 }
 
 TEST(IsolationTest, LandlockAllowsWritesOnlyBeneathTheTmpDir) {
@@ -97,50 +135,37 @@ TEST(IsolationTest, LandlockAllowsWritesOnlyBeneathTheTmpDir) {
 }
 
 // A spare id no other process of this test run uses: its dir is in the host's /tmp.
-uint64_t UniqueSpareId(int n) { return (static_cast<uint64_t>(::getpid()) << 24) | n; }
-
-// Every way IsolateSpare fails still closes the zygote's fds of "/" in the spare: the
-// zygote could not prepare its base, or the spare's dir already exists.
-TEST(IsolationTest, IsolateSpareClosesTheBaseFdsWhateverFails) {
+// The zygote's failure to prepare its base is the spare's.
+TEST(IsolationTest, IsolateSpareFailsWithoutTheZygotesBase) {
   absl::StatusOr<LandlockBase> unprepared = absl::InternalError("no base");
-  EXPECT_EQ(IsolateSpare(UniqueSpareId(1), unprepared), unprepared.status());
-  EXPECT_TRUE(base::sys::RemoveTree(RequestTmpDir(UniqueSpareId(1))).ok());
-
-  if (LandlockAbi() < 1) GTEST_SKIP() << "the kernel has no Landlock";
-  absl::StatusOr<LandlockBase> landlock = PrepareLandlockBase();
-  ASSERT_TRUE(landlock.ok()) << landlock.status();
-  ASSERT_FALSE(landlock->entries.empty());
-  const std::string planted = RequestTmpDir(UniqueSpareId(2));
-  ASSERT_EQ(::mkdir(planted.c_str(), 0777), 0);
-  const absl::Status isolated = IsolateSpare(UniqueSpareId(2), landlock);
-  EXPECT_EQ(isolated.code(), absl::StatusCode::kAlreadyExists) << isolated;
-  EXPECT_TRUE(landlock->entries.empty());
-  ::rmdir(planted.c_str());
+  EXPECT_EQ(IsolateSpare(unprepared), unprepared.status());
 }
 
-TEST(IsolationTest, IsolateSpareMakesItsDirThenItsDomain) {
+// As a spare applies it (here on the host's /tmp, which stands for the spare's own): writes
+// beneath /tmp go through, others are refused, and the zygote's fds of "/" are closed.
+TEST(IsolationTest, IsolateSpareAllowsWritesOnlyBeneathTmp) {
   const int abi = LandlockAbi();
   if (abi < 1) GTEST_SKIP() << "the kernel has no Landlock";
   absl::StatusOr<LandlockBase> landlock = PrepareLandlockBase();
   ASSERT_TRUE(landlock.ok()) << landlock.status();
   const std::string outside = TestDir("isolate-spare") + "/outside";
-  const uint64_t id = UniqueSpareId(3);
+  const std::string inside = absl::StrCat(kRequestTmp, "/zygo-isolation-test-", ::getpid());
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    if (!IsolateSpare(id, landlock).ok()) ::_exit(10);
+    if (!IsolateSpare(landlock).ok()) ::_exit(10);
     if (landlock->abi != abi || !landlock->entries.empty()) ::_exit(11);
-    if (CreateErrno(RequestTmpDir(id) + "/inside") != 0) ::_exit(12);  // Allowed.
-    if (CreateErrno(outside) != EACCES) ::_exit(13);                   // Denied.
+    if (CreateErrno(inside) != 0) ::_exit(12);        // Allowed.
+    if (CreateErrno(outside) != EACCES) ::_exit(13);  // Denied.
     ::_exit(0);
   }
   int wstatus = 0;
   ASSERT_EQ(::waitpid(child, &wstatus, 0), child);
   ASSERT_TRUE(WIFEXITED(wstatus)) << wstatus;
   EXPECT_EQ(WEXITSTATUS(wstatus), 0) << "failed check " << WEXITSTATUS(wstatus);
-  EXPECT_TRUE(Exists(RequestTmpDir(id) + "/inside"));
+  EXPECT_TRUE(Exists(inside));
   EXPECT_FALSE(Exists(outside));
-  EXPECT_TRUE(base::sys::RemoveTree(RequestTmpDir(id)).ok());
+  ::unlink(inside.c_str());
 }
 
 TEST(IsolationTest, DieWithParentChecksTheParent) {

@@ -20,17 +20,18 @@ void PythonSpareRunner::BeforeFork() { interpreter_.api().PyOS_BeforeFork(); }
 
 void PythonSpareRunner::AfterForkInParent() { interpreter_.api().PyOS_AfterFork_Parent(); }
 
-absl::Status PythonSpareRunner::Isolate(uint64_t spare_id) {
-  if (absl::Status isolated = isolation::IsolateSpare(spare_id, landlock_); !isolated.ok()) {
+absl::Status PythonSpareRunner::Isolate() {
+  if (absl::Status isolated = isolation::IsolateSpare(landlock_); !isolated.ok()) {
     return isolated;
   }
-  if (absl::Status status = interpreter_.PointTempDirAt(isolation::RequestTmpDir(spare_id));
-      !status.ok()) {
+  // The zygote's tempfile may have cached a TMPDIR of the function's env, outside this
+  // request's own /tmp.
+  if (absl::Status status = interpreter_.PointTempDirAt(isolation::kRequestTmp); !status.ok()) {
     return status;
   }
   if (verbose_) {  // IsolateSpare succeeded: landlock_ is OK, and its ABI is the one applied.
     std::fprintf(stderr, "zygo-agent-python: spare %llu: landlock abi %d\n",
-                 static_cast<unsigned long long>(spare_id), landlock_->abi);
+                 static_cast<unsigned long long>(spare_id_), landlock_->abi);
   }
   return absl::OkStatus();
 }
@@ -44,17 +45,19 @@ void PythonSpareRunner::RunSpare(const zygote::SpareContext& context) {
   // A request wakes this process; a short slice lets it preempt whatever runs (main.cc).
   (void)base::sys::RawRequestSlice(base::sys::kShortSliceNs);
   spare_id_ = context.spare_id;
+  // Before Forked: the supervisor mounts this spare's /tmp in the namespaces it names then.
+  const absl::Status setup = isolation::EnterOwnNamespaces();
 
   absl::StatusOr<base::UniqueFd> channel = zygote::AnnounceSpare(context);
   if (!channel.ok()) ::_exit(zygote::kSpareNotAnnounced);
 
-  // Isolation before anything else may run.
-  const absl::Status setup = Isolate(context.spare_id);
+  // Isolation at the supervisor's Isolate, before any Run.
   const PreparedSpare spare{&interpreter_, function_, channel->get()};
   zygote::ChildChannelHandlers handlers;
   handlers.on_run = [&spare](wire::ReceivedFrame& received, const wire::RunMessage& run) {
     RunRequest(spare, received, run);
   };
+  handlers.on_isolate = [this] { return Isolate(); };
   // The supervisor sends Join before Prefault, so the pages it takes are charged to the
   // request's cgroup.
   handlers.on_other = [this, &spare](const wire::ReceivedFrame& received) {

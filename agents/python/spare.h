@@ -33,7 +33,7 @@ class PythonSpareRunner : public zygote::SpareRunner {
 
  private:
   // The isolation steps, in order; the first failure is kept for the Run to report.
-  absl::Status Isolate(uint64_t spare_id);
+  absl::Status Isolate();
   // Takes the Prefault's pages, unless a Run is already waiting on `channel`.
   void Prefault(int channel, const wire::ReceivedFrame& received);
 

@@ -8,7 +8,7 @@
 namespace zygo::wire {
 bool IsKnownMessageType(uint16_t raw) {
   return raw >= static_cast<uint16_t>(MessageType::kHello) &&
-         raw <= static_cast<uint16_t>(MessageType::kJoined);
+         raw <= static_cast<uint16_t>(MessageType::kIsolate);
 }
 
 const char* MessageTypeName(MessageType type) {
@@ -41,6 +41,8 @@ const char* MessageTypeName(MessageType type) {
       return "Join";
     case MessageType::kJoined:
       return "Joined";
+    case MessageType::kIsolate:
+      return "Isolate";
   }
   return "Unknown";
 }

@@ -120,6 +120,10 @@ absl::StatusOr<Frame> Encode(const JoinedMessage&) {
   return MakeFrame(MessageType::kJoined, 0, "");
 }
 
+absl::StatusOr<Frame> Encode(const IsolateMessage&) {
+  return MakeFrame(MessageType::kIsolate, 0, "");
+}
+
 absl::StatusOr<Frame> Encode(const TouchedMessage& m) {
   ZYGO_RETURN_IF_ERROR(CheckRequestId(MessageType::kTouched, m.request_id));
   ZYGO_RETURN_IF_ERROR(ValidatePageRuns(MessageType::kTouched, m.runs));

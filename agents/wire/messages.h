@@ -183,6 +183,12 @@ struct JoinMessage {};
 // child -> supervisor (child channel): Join done. request_id 0, no payload, no fds.
 struct JoinedMessage {};
 
+// supervisor -> child (child channel), once, before any Run: the spare's own /tmp is
+// mounted in its own mount namespace (core/nested_tmp.h), so it stacks its Landlock domain
+// now (agents/isolation IsolateSpare). request_id 0, no payload, no fds; not answered: a
+// spare whose isolation failed refuses its Run.
+struct IsolateMessage {};
+
 // Liveness: the nonce travels as the frame's request_id; Pong echoes it.
 struct PingMessage {
   uint64_t nonce = 0;
@@ -205,6 +211,7 @@ absl::StatusOr<Frame> Encode(const TouchedMessage& message);
 absl::StatusOr<Frame> Encode(const PrefaultMessage& message);
 absl::StatusOr<Frame> Encode(const JoinMessage& message);
 absl::StatusOr<Frame> Encode(const JoinedMessage& message);
+absl::StatusOr<Frame> Encode(const IsolateMessage& message);
 
 // The fds a Run frame carries: its layout's, plus one when the event rides in a memfd.
 size_t RunFdCount(const RunMessage& run);
@@ -226,6 +233,7 @@ absl::StatusOr<TouchedMessage> DecodeTouched(const ReceivedFrame& received);
 absl::StatusOr<PrefaultMessage> DecodePrefault(const ReceivedFrame& received);
 absl::StatusOr<JoinMessage> DecodeJoin(const ReceivedFrame& received);
 absl::StatusOr<JoinedMessage> DecodeJoined(const ReceivedFrame& received);
+absl::StatusOr<IsolateMessage> DecodeIsolate(const ReceivedFrame& received);
 
 }  // namespace zygo::wire
 

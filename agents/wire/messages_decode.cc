@@ -156,6 +156,15 @@ absl::StatusOr<JoinedMessage> DecodeJoined(const ReceivedFrame& received) {
   return JoinedMessage{};
 }
 
+absl::StatusOr<IsolateMessage> DecodeIsolate(const ReceivedFrame& received) {
+  ZYGO_RETURN_IF_ERROR(CheckFrame(received, MessageType::kIsolate, 0));
+  if (received.frame.request_id != 0) {
+    return Invalid(MessageType::kIsolate, "request id must be 0");
+  }
+  ZYGO_RETURN_IF_ERROR(FieldReader::Parse(received.frame.payload, {}).status());
+  return IsolateMessage{};
+}
+
 absl::StatusOr<CompiledMessage> DecodeCompiled(const ReceivedFrame& received) {
   ZYGO_RETURN_IF_ERROR(CheckFrame(received, MessageType::kCompiled, 0));
   ZYGO_ASSIGN_OR_RETURN(FieldReader reader,

@@ -403,5 +403,22 @@ TEST(MessagesValidationTest, JoinNeedsOneToFourFilesAndNoRequestOrFields) {
   EXPECT_FALSE(DecodeJoined(received).ok());
 }
 
+TEST(MessagesValidationTest, IsolateHasNoRequestFieldOrFd) {
+  ReceivedFrame received;
+  received.frame = *Encode(IsolateMessage{});
+  EXPECT_EQ(received.frame.type, MessageType::kIsolate);
+  EXPECT_TRUE(DecodeIsolate(received).ok());
+  received.frame = {MessageType::kIsolate, 5, ""};
+  EXPECT_FALSE(DecodeIsolate(received).ok());  // A request id.
+  received.frame = {MessageType::kIsolate, 0, FieldWriter().AddU64(1, 1).Finish()};
+  EXPECT_FALSE(DecodeIsolate(received).ok());  // A field.
+  received.frame = *Encode(IsolateMessage{});
+  received.fds.emplace_back(::dup(0));
+  EXPECT_FALSE(DecodeIsolate(received).ok());  // An fd.
+  received.fds.clear();
+  received.frame = *Encode(JoinedMessage{});
+  EXPECT_FALSE(DecodeIsolate(received).ok());  // Wrong type.
+}
+
 }  // namespace
 }  // namespace zygo::wire

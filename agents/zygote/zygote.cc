@@ -13,12 +13,10 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
-#include "agents/isolation/isolation.h"
 #include "agents/wire/channel.h"
 #include "agents/wire/join.h"
 #include "agents/wire/messages.h"
 #include "core/base/errno_status.h"
-#include "core/base/sys/remove_tree.h"
 #include "core/base/unique_fd.h"
 
 namespace zygo::agents::zygote {
@@ -26,8 +24,6 @@ namespace {
 
 using base::ErrnoStatus;
 using base::UniqueFd;
-using base::sys::RemoveTree;
-using isolation::RequestTmpDir;
 
 sigset_t ChildSignalSet() {
   sigset_t set;
@@ -60,17 +56,36 @@ bool SendOn(int channel, const absl::StatusOr<wire::Frame>& frame) {
   ::_exit(kSpareNotIsolated);
 }
 
+// Where a spare's isolation stands: `isolated` is what a Run is refused with until it is OK.
+struct IsolationState {
+  bool asked = false;
+  absl::Status isolated = absl::FailedPreconditionError("the supervisor sent Run before Isolate");
+};
+
 // One frame on a spare's child channel: OK once served, else the error to answer it with.
-absl::Status ServeChildFrame(int channel, const absl::Status& setup, wire::ReceivedFrame& received,
-                             const ChildChannelHandlers& handlers) {
+absl::Status ServeChildFrame(int channel, const absl::Status& setup, IsolationState& isolation,
+                             wire::ReceivedFrame& received, const ChildChannelHandlers& handlers) {
   const wire::MessageType type = received.frame.type;
   switch (type) {
     case wire::MessageType::kRun: {
       absl::StatusOr<wire::RunMessage> run = wire::DecodeRun(received);
       if (!run.ok()) return run.status();
-      if (!setup.ok()) RefuseUnisolatedRun(channel, run->request_id, setup);
+      if (!isolation.isolated.ok()) {
+        RefuseUnisolatedRun(channel, run->request_id, isolation.isolated);
+      }
       handlers.on_run(received, *run);
       std::abort();  // on_run never returns: a spare serves one request at most.
+    }
+    case wire::MessageType::kIsolate: {
+      absl::StatusOr<wire::IsolateMessage> isolate = wire::DecodeIsolate(received);
+      if (!isolate.ok()) return isolate.status();
+      if (isolation.asked) {
+        isolation.isolated = absl::FailedPreconditionError("the supervisor sent Isolate twice");
+        return isolation.isolated;
+      }
+      isolation.asked = true;
+      isolation.isolated = setup.ok() ? handlers.on_isolate() : setup;
+      return absl::OkStatus();
     }
     case wire::MessageType::kJoin:
       // A failed join is answered with Error; the supervisor then moves this process.
@@ -171,8 +186,8 @@ class Zygote {
     spares_[pid] = spare_id;
   }
 
-  // Drains the signalfd, then reaps every exited child: a spare's temp dir goes first, so
-  // by the time the supervisor reads Done(spare) nothing of it is left.
+  // Drains the signalfd, then reaps every exited child; its /tmp went with its mount
+  // namespace, so by the time the supervisor reads Done(spare) nothing of it is left.
   absl::Status Reap() {
     signalfd_siginfo info;
     while (::read(signals_.get(), &info, sizeof(info)) == sizeof(info)) {
@@ -185,21 +200,16 @@ class Zygote {
       if (spare == spares_.end()) continue;  // An orphan we inherited as pid 1.
       const uint64_t spare_id = spare->second;
       spares_.erase(spare);
-      if (absl::Status removed = RemoveTree(RequestTmpDir(spare_id)); !removed.ok()) {
-        std::fprintf(stderr, "zygote: %s\n", removed.ToString().c_str());
-      }
       if (!Reply(ReapedDone(spare_id, wstatus))) return absl::OkStatus();  // EOF comes next.
     }
   }
 
-  // The supervisor hung up: the spares would die with the sandbox anyway; end them now so
-  // their temp dirs go too.
+  // The supervisor hung up: the spares would die with the sandbox anyway; end them now.
   absl::Status Shutdown() {
     for (const auto& [pid, id] : spares_) ::kill(pid, SIGKILL);
     for (const auto& [pid, id] : spares_) {
       while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
       }
-      (void)RemoveTree(RequestTmpDir(id));
     }
     spares_.clear();
     return absl::OkStatus();
@@ -231,12 +241,14 @@ absl::StatusOr<UniqueFd> AnnounceSpare(const SpareContext& context) {
 
 void ServeChildChannel(int channel, const absl::Status& setup,
                        const ChildChannelHandlers& handlers) {
+  IsolationState isolation;
   for (;;) {
     absl::StatusOr<wire::ReceivedFrame> received =
         wire::ReceiveFrame(channel, absl::InfiniteDuration());
     if (wire::IsPeerClosed(received.status())) ::_exit(0);  // Retired unused.
     const absl::Status status =
-        received.ok() ? ServeChildFrame(channel, setup, *received, handlers) : received.status();
+        received.ok() ? ServeChildFrame(channel, setup, isolation, *received, handlers)
+                      : received.status();
     if (status.ok()) continue;
     const uint64_t id = received.ok() ? received->frame.request_id : 0;
     if (!SendOn(channel, wire::Encode(wire::ErrorFromStatus(id, status)))) {

@@ -1,7 +1,7 @@
 // The zygote loop every agent runs: waits on the zygote channel and SIGCHLD; forks a spare
-// per Spawn, and reports each reaped spare as Done(spare id, exit status) after removing
-// its temp dir (agents/isolation). What a spare does is the agent's SpareRunner; the start
-// and the child-channel loop every spare shares are here too.
+// per Spawn, and reports each reaped spare as Done(spare id, exit status). A spare's /tmp
+// is its own tmpfs, gone with its mount namespace (agents/isolation). What a spare does is the
+// agent's SpareRunner; the start and the child-channel loop every spare shares are here too.
 #ifndef ZYGO_AGENTS_ZYGOTE_ZYGOTE_H_
 #define ZYGO_AGENTS_ZYGOTE_ZYGOTE_H_
 
@@ -20,7 +20,8 @@ namespace zygo::agents::zygote {
 
 // Exit statuses of a spare that could not even start; the zygote reports them in Done.
 enum SpareExit : int {
-  kSpareNotIsolated = 1,    // its isolation failed; its Run was answered Failed("SetupError")
+  kSpareNotIsolated = 1,    // its isolation failed or never came; its Run was answered
+                            // Failed("SetupError")
   kSpareZygoteGone = 3,     // DieWithParent failed: the zygote is gone already
   kSpareNotAnnounced = 5,   // AnnounceSpare failed
   kSpareChannelBroken = 6,  // its child channel failed before a Run
@@ -58,7 +59,10 @@ struct ChildChannelHandlers {
   // The Run of a spare whose isolation succeeded (`received` still owns the Run's fds):
   // runs the request and never returns (it execs or _exits). Required.
   std::function<void(wire::ReceivedFrame& received, const wire::RunMessage& run)> on_run;
-  // A frame of a type the loop does not take itself (Run, Join, Ping): true when the agent
+  // The spare's isolation, run at the supervisor's Isolate (its own /tmp is mounted by
+  // then): agents/isolation IsolateSpare and whatever the agent adds. Required.
+  std::function<absl::Status()> on_isolate;
+  // A frame of a type the loop does not take itself (Run, Join, Isolate, Ping): true when the agent
   // took it. Empty, or false: the frame is answered with Error.
   std::function<bool(const wire::ReceivedFrame& received)> on_other;
   // After a Join the spare could not do or answer (wire::AnswerJoin's failure, already
@@ -67,12 +71,13 @@ struct ChildChannelHandlers {
 };
 
 // Serves a spare's child channel until a Run (then never returns) or EOF (exit 0: retired
-// unused). Answers Join (wire::AnswerJoin) and Ping itself, and a malformed frame, a bad
-// Run or a type nobody takes with Error. A Run while `setup` (the spare's isolation) is
-// not OK is answered Failed("SetupError") and the spare exits kSpareNotIsolated: a spare
-// that is not apart from the others never runs a request. Otherwise handlers.on_run runs
-// it. A channel the spare cannot answer on ends it (kSpareChannelBroken). Child side,
-// after AnnounceSpare.
+// unused). Answers Join (wire::AnswerJoin) and Ping itself, runs handlers.on_isolate at
+// the first Isolate (a second is an error), and answers a malformed frame, a bad Run or a
+// type nobody takes with Error. A Run before Isolate, or while `setup` (what the spare did
+// before it announced itself: its own namespaces) or the isolation is not OK, is answered
+// Failed("SetupError") and the spare exits kSpareNotIsolated: a spare that is not apart
+// from the others never runs a request. Otherwise handlers.on_run runs it. A channel the
+// spare cannot answer on ends it (kSpareChannelBroken). Child side, after AnnounceSpare.
 [[noreturn]] void ServeChildChannel(int channel, const absl::Status& setup,
                                     const ChildChannelHandlers& handlers);
 
@@ -81,7 +86,7 @@ struct ChildChannelHandlers {
 absl::Status BlockChildSignal();
 
 // Serves the zygote channel until the supervisor hangs up (then kills and reaps the spares
-// still alive, removes their temp dirs and returns OK). A malformed frame is answered with
+// still alive and returns OK). A malformed frame is answered with
 // Error and the loop goes on; only losing the channel or the signalfd ends it with an error.
 absl::Status RunZygote(int channel_fd, SpareRunner& runner);
 

@@ -26,6 +26,11 @@ Outcome ProbeUnsharePid(const Args&) { return RunInChild(UnshareInChild, CLONE_N
 Outcome ProbeUnshareCgroup(const Args&) { return RunInChild(UnshareInChild, CLONE_NEWCGROUP); }
 Outcome ProbeUnshareIpc(const Args&) { return RunInChild(UnshareInChild, CLONE_NEWIPC); }
 Outcome ProbeUnshareUts(const Args&) { return RunInChild(UnshareInChild, CLONE_NEWUTS); }
+// The one pair seccomp lets through, for a warm spare's own /tmp; elsewhere the sandbox's
+// max_user_namespaces (0) refuses it.
+Outcome ProbeUnshareUserMount(const Args&) {
+  return RunInChild(UnshareInChild, CLONE_NEWUSER | CLONE_NEWNS);
+}
 
 // Raw clone (x86_64 order: flags, stack, parent_tid, child_tid, tls); stack 0 = fork-style.
 Outcome ProbeCloneNewuser(const Args&) {
@@ -58,6 +63,8 @@ Outcome ProbeSetns(const Args& args) {
 constexpr ProbeSpec kProbes[] = {
     {"unshare-user", "", 0, 0, "unshare(CLONE_NEWUSER) in a child", ProbeUnshareUser},
     {"unshare-mount", "", 0, 0, "unshare(CLONE_NEWNS) in a child", ProbeUnshareMount},
+    {"unshare-user-mount", "", 0, 0, "unshare(CLONE_NEWUSER | CLONE_NEWNS) in a child",
+     ProbeUnshareUserMount},
     {"unshare-net", "", 0, 0, "unshare(CLONE_NEWNET) in a child", ProbeUnshareNet},
     {"unshare-pid", "", 0, 0, "unshare(CLONE_NEWPID) in a child", ProbeUnsharePid},
     {"unshare-cgroup", "", 0, 0, "unshare(CLONE_NEWCGROUP) in a child", ProbeUnshareCgroup},

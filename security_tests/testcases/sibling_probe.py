@@ -2,22 +2,23 @@
 
 Run as a warm-exec command (`python3 sibling_probe.py`: the event as JSON on stdin, the
 answer as JSON on stdout) or as a Python handler (`sibling_probe.py:main`). Every attempt
-is harmless if it succeeds: it reads, writes a file into another request's temp dir, or
+is harmless if it succeeds: it reads, writes a file into another request's /tmp, or
 signals processes of the test's own function.
 
 {"mode": "hold", "memory_secret": M, "environ_secret": E, "hold_s": N}
     The victim. Keeps M in its memory; with E (warm-exec), first re-execs itself with E in
     its environment, as a handler does that runs a tool with a credential. Writes a file
-    into its temp dir ($TMPDIR, else a new /tmp/zygo-held-<pid>), then names itself
-    "@<that dir without /tmp/zygo->" (its comm, which any process of the sandbox may read)
-    and holds until an attacker came and went, or N seconds. Answers what it held and
-    whether anything appeared in its dir meanwhile.
+    into its temp dir ($TMPDIR: a request's own /tmp), then names itself "@<that dir
+    without /tmp>" (its comm, which any process of the sandbox may read) and holds until an
+    attacker came and went, or N seconds. Answers what it held and whether anything
+    appeared in its dir meanwhile.
 
 {"mode": "attack", "memory_secret": M, "environ_secret": E, "kill_zygote": "0" | "KILL"}
     The attacker. Starts a holder of its own as a child (the control: the same attempts on
     a process nothing protects from it), finds the sibling holder, and on both tries to
     find M in /proc/PID/mem, E in /proc/PID/environ, to write into and read from the
-    holder's dir, and signal 0. Then opens its zygote's (its parent's) /proc/PID/mem and
+    holder's dir through /proc/PID/root (the way into another mount namespace's /tmp), and
+    signal 0. Lists its own /tmp, where the sibling's file must not be. Then opens its zygote's (its parent's) /proc/PID/mem and
     sends the zygote signal 0 or SIGKILL; SIGKILLs its own child as that signal's control.
     Each result is what happened: "found", "not found", "written", "read", "sent", or the
     errno's name.
@@ -26,7 +27,6 @@ import ctypes
 import errno
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -66,16 +66,10 @@ def _python():
 
 def _hold(memory_secret, hold_s):
     held = bytearray(memory_secret.encode())  # what a handler keeps while it works
-    own_dir = os.environ.get("TMPDIR")
-    made = False
-    if not own_dir:
-        own_dir = "/tmp/zygo-held-%d" % os.getpid()
-        os.mkdir(own_dir, 0o700)
-        made = True
+    own_dir = os.environ.get("TMPDIR") or "/tmp"
     with open(os.path.join(own_dir, "secret"), "w") as f:
         f.write("victim's file")
-    prefix = "/tmp/zygo-"
-    tag = own_dir[len(prefix):] if own_dir.startswith(prefix) else "child"
+    tag = own_dir[len("/tmp"):] if own_dir.startswith("/tmp") else "?"
     _name_self(b"@" + tag.encode())
     saw_attacker = False
     deadline = time.monotonic() + hold_s
@@ -85,11 +79,8 @@ def _hold(memory_secret, hold_s):
             break
         saw_attacker = saw_attacker or attacker_here
         time.sleep(0.05)
-    answer = {"held": len(held), "saw_attacker": saw_attacker, "dir": own_dir,
-              "dir_now": sorted(os.listdir(own_dir))}
-    if made:
-        shutil.rmtree(own_dir, ignore_errors=True)
-    return answer
+    return {"held": len(held), "saw_attacker": saw_attacker, "dir": own_dir,
+            "dir_now": sorted(os.listdir(own_dir))}
 
 
 def _hold_with_environ(event):
@@ -194,9 +185,13 @@ def _wait_for(predicate, seconds):
     return None
 
 
+def _holder_dir(pid):
+    """The holder's dir as reached from another process: through its /proc root."""
+    return "/proc/%d/root/tmp%s" % (pid, _comm(pid)[1:].decode())
+
+
 def _start_own_holder(event):
-    base = os.environ.get("TMPDIR") or "/tmp/zygo-attacker-%d" % os.getpid()
-    control_dir = os.path.join(base, "control")
+    control_dir = "/tmp/control"
     os.makedirs(control_dir, 0o700)
     hold = {"mode": "hold", "memory_secret": event["memory_secret"],
             "environ_secret": event.get("environ_secret") or "", "hold_s": 30}
@@ -215,14 +210,16 @@ def _attack(event):
     try:
         if not _wait_for(lambda: _comm(child.pid).startswith(b"@"), 10):
             return {"error": "the control holder never held"}
-        answer["own_child"] = _attempts_on(child.pid, control_dir, event)
+        answer["own_child"] = dict(_attempts_on(child.pid, _holder_dir(child.pid), event),
+                                   dir=_holder_dir(child.pid))
         me = os.getpid()
         victim = _wait_for(lambda: next((p for p in _pids() if p not in (me, child.pid) and
                                          _comm(p).startswith(b"@")), None), 10)
         if victim is None:
             return dict(answer, error="no sibling holder found")
-        victim_dir = "/tmp/zygo-" + _comm(victim)[1:].decode()
+        victim_dir = _holder_dir(victim)
         answer["sibling"] = dict(_attempts_on(victim, victim_dir, event), dir=victim_dir)
+        answer["own_tmp"] = sorted(os.listdir("/tmp"))
         zygote = os.getppid()
         answer["zygote"] = {"pid": zygote,
                             "mem": _attempt(lambda: open("/proc/%d/mem" % zygote, "rb").close()
