@@ -1,6 +1,6 @@
 // The embedded interpreter's life in the zygote: start it, import the handler (or the
 // preload modules), and the few Python-level chores the zygote and its children need
-// (flush stdio before a fork, point the temp dir at the request's, format exceptions).
+// (flush stdio before a fork, point TMPDIR at the request's /tmp, format exceptions).
 #ifndef ZYGO_AGENTS_PYTHON_INTERPRETER_H_
 #define ZYGO_AGENTS_PYTHON_INTERPRETER_H_
 

@@ -1,6 +1,6 @@
 // A spare's life after fork: hand the supervisor a child channel (Forked, sent by the
-// child itself), apply its isolation (private temp dir, Landlock domain, death with the
-// zygote), then wait for one Run, taking the pages a Prefault names first.
+// child itself), apply its isolation (its own namespaces and /tmp, Landlock domain, death
+// with the zygote), then wait for one Run, taking the pages a Prefault names first.
 #ifndef ZYGO_AGENTS_PYTHON_SPARE_H_
 #define ZYGO_AGENTS_PYTHON_SPARE_H_
 
