@@ -64,6 +64,19 @@ def hog(event):
     while True:
         blocks.append(bytearray(16 << 20))
 
+def fill(event):
+    # Writes /tmp full, 1 MiB at a time: the request's memory limit bounds it.
+    written = 0
+    chunk = b"x" * (1 << 20)
+    try:
+        with open("/tmp/fill", "wb", buffering=0) as f:
+            while written < (1 << 30):
+                f.write(chunk)
+                written += len(chunk)
+    except OSError as e:
+        return {"written": written, "error": errno.errorcode.get(e.errno, "?")}
+    return {"written": written}
+
 def segfault(event):
     os.kill(os.getpid(), signal.SIGSEGV)
 
@@ -247,6 +260,23 @@ TEST_F(WarmPythonTest, MemoryExhaustionIsAnOomKill) {
   EXPECT_EQ(reply.outcome.status, core::OutcomeStatus::kOom)
       << reply.error_type << " " << reply.error_message;
   EXPECT_TRUE(reply.outcome.oom_killed);
+}
+
+// A request's /tmp is bounded by its memory limit (128M here), and its pages count against
+// it: filling /tmp ends in ENOSPC at the size or in an oom kill, never in 1 GiB written.
+TEST_F(WarmPythonTest, TmpIsBoundedByTheRequestsMemory) {
+  UpHandler("fill");
+  ExecReply reply = Call("fill");
+  ASSERT_TRUE(reply.status.ok()) << reply.status;
+  if (reply.ok) {
+    const nlohmann::json got = Result(reply);
+    EXPECT_EQ(got.value("error", ""), "ENOSPC") << reply.result_json;
+    EXPECT_GT(got.value("written", 0), 0) << "control: it wrote" << reply.result_json;
+    EXPECT_LE(got.value("written", 0), 128 << 20) << reply.result_json;
+  } else {
+    EXPECT_EQ(reply.outcome.status, core::OutcomeStatus::kOom)
+        << reply.error_type << " " << reply.error_message;
+  }
 }
 
 TEST_F(WarmPythonTest, CrashIsReportedAsSignal) {
