@@ -36,7 +36,8 @@ one_line() { [[ $(wc -l <"$tmp/$1.err") == 1 ]] || { echo "$1: stderr is not one
 # json_is NAME PYTHON_EXPR: the expression, over `r` (the parsed stdout), is true.
 json_is() { /usr/bin/python3 -c "import json,sys; r=json.load(open(sys.argv[1])); sys.exit(0 if ($2) else 1)" "$tmp/$1.out"; }
 # logged PYTHON_EXPR: true of `q`, the last request the fake supervisor received.
-logged() { /usr/bin/python3 -c "import json,sys; q=json.loads(open(sys.argv[1]).readlines()[-1]); sys.exit(0 if ($1) else 1)" "$tmp/requests.log"; }
+# The last request but the polls of GET /v1/functions (`zygo up` waits with them).
+logged() { /usr/bin/python3 -c "import json,sys; q=[json.loads(l) for l in open(sys.argv[1]) if not l.startswith('{\"method\": \"GET\", \"path\": \"/v1/functions\"')][-1]; sys.exit(0 if ($1) else 1)" "$tmp/requests.log"; }
 
 # --- no supervisor yet ------------------------------------------------------------------
 export ZYGO_SOCKET=$sock
@@ -69,6 +70,7 @@ printf 'name = "hello"\nruntime = "python"\nentry = "handler.py:handle"\n' >"$tm
 (cd "$tmp/specs" && run up up fn/hello.toml)
 check "up: exit 0" rc_is up 0
 check "up: says it is up" out_is up "hello is up (runtime python, image host)"
+check "up: waited for it with GET /v1/functions" grep -q '"method": "GET", "path": "/v1/functions"' "$tmp/requests.log"
 check "up: origin is the file name" logged 'q["query"]["origin"] == ["hello.toml"]'
 check "up: base_dir is the file's absolute directory" \
   logged "q['query']['base_dir'] == ['$(cd "$tmp/specs/fn" && pwd -P)']"

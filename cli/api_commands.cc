@@ -17,6 +17,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "cli/exec_output.h"
 #include "sdk/cpp/zygo/api_client.h"
 #include "sdk/cpp/zygo/client.h"
@@ -124,19 +126,55 @@ bool IsTrue(const json& object, const char* key) {
 
 // --- up ---------------------------------------------------------------------------------
 
-constexpr char kUpUsage[] = R"(Usage: zygo up [--socket PATH] SPEC.toml
+constexpr char kUpUsage[] = R"(Usage: zygo up [--socket PATH] [--no-wait] SPEC.toml
 
 Registers the function SPEC.toml describes with the supervisor (replacing one of the
-same name) and starts warming it. Relative paths in the spec are resolved against the
+same name) and waits until it is warm: its image pulled when it is not in the store (as
+the spec's `pull` says; the pull's progress on stderr), its zygote started. Exits 125
+with the reason when it cannot warm. Relative paths in the spec are resolved against the
 directory SPEC.toml is in.
 
 Flags:
+  --no-wait        return once it is registered; it warms in the background
 )";
+
+// A warm-up that pulls a large image may take minutes; past this, up gives up waiting.
+constexpr absl::Duration kUpWaitLimit = absl::Minutes(15);
+constexpr absl::Duration kUpPollInterval = absl::Milliseconds(100);
+
+// Polls the supervisor until `name` has warmed once (OK) or says why it cannot; prints
+// each new line of its image's pull on stderr meanwhile.
+absl::Status WaitUntilWarm(sdk::Client& client, const std::string& name) {
+  const absl::Time deadline = absl::Now() + kUpWaitLimit;
+  std::string shown;
+  while (absl::Now() < deadline) {
+    absl::StatusOr<std::vector<sdk::Function>> list = client.List();
+    if (!list.ok()) return list.status();
+    const auto found = std::find_if(list->begin(), list->end(),
+                                    [&](const sdk::Function& f) { return f.name == name; });
+    if (found == list->end()) {
+      return absl::NotFoundError(absl::StrCat(name, " was removed while it warmed"));
+    }
+    if (!found->progress.empty() && found->progress != shown) {
+      fprintf(stderr, "%s\n", found->progress.c_str());
+      shown = found->progress;
+    }
+    if (found->warm_ups > 0 || found->state == "warm") return absl::OkStatus();
+    if (found->state != "warming" && !found->error.empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(name, " is registered but cannot warm: ", found->error));
+    }
+    absl::SleepFor(kUpPollInterval);
+  }
+  return absl::DeadlineExceededError(absl::StrCat(name, " is registered but did not warm within ",
+                                                  absl::FormatDuration(kUpWaitLimit),
+                                                  "; `zygo ls` shows its state"));
+}
 
 }  // namespace
 
 int UpCommand(int argc, char** argv) {
-  absl::StatusOr<Args> args = ParseArgs("up", argc, argv, {"--socket"}, {});
+  absl::StatusOr<Args> args = ParseArgs("up", argc, argv, {"--socket"}, {"--no-wait"});
   if (!args.ok()) return Fail(args.status());
   if (args->help) {
     printf("%s%s", kUpUsage, kSocketHelp);
@@ -146,6 +184,9 @@ int UpCommand(int argc, char** argv) {
   sdk::Client client(SocketOf(*args));
   absl::StatusOr<sdk::Function> info = client.UpFile(args->positional[0]);
   if (!info.ok()) return Fail(info.status());
+  if (args->switches.count("--no-wait") == 0) {
+    if (absl::Status warm = WaitUntilWarm(client, info->name); !warm.ok()) return Fail(warm);
+  }
   printf("%s is up (runtime %s, image %s%s)\n", info->name.c_str(), info->runtime.c_str(),
          info->image.c_str(), info->pool ? ", a runtime pool" : "");
   return 0;

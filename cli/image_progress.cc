@@ -5,7 +5,8 @@
 
 namespace zygo::cli {
 
-ImageProgress::ImageProgress() : enabled_(isatty(STDERR_FILENO) == 1) {}
+ImageProgress::ImageProgress(bool lines)
+    : enabled_(!lines && isatty(STDERR_FILENO) == 1), lines_(lines) {}
 
 ImageProgress::~ImageProgress() { Done(); }
 
@@ -13,12 +14,22 @@ void ImageProgress::Step(const std::string& what) {
   step_ = what;
   done_ = 0;
   total_ = -1;
+  quarter_ = 0;
+  if (lines_) {
+    fprintf(stderr, "%s\n", step_.c_str());
+    fflush(stderr);
+  }
   Draw();
 }
 
 void ImageProgress::Bytes(int64_t done, int64_t total) {
   done_ = done;
   total_ = total;
+  if (lines_ && total > 0 && done * 4 / total > quarter_) {
+    quarter_ = static_cast<int>(done * 4 / total);
+    fprintf(stderr, "%s: %.1f/%.1f MB\n", step_.c_str(), done / 1e6, total / 1e6);
+    fflush(stderr);
+  }
   Draw();
 }
 

@@ -25,13 +25,14 @@ namespace {
 using zygo::images::Store;
 
 constexpr char kUsage[] = R"(Usage:
-  zygo pull [--tls-verify=false|true] REF
+  zygo pull [--tls-verify=false|true] [--progress=lines] REF
   zygo load PATH [NAME]
   zygo login [-u USER] [--password-stdin] REGISTRY
 
 A registry on loopback (localhost, 127.0.0.0/8, [::1]) is reached over plain HTTP, as
 docker does, and every other over HTTPS; --tls-verify=false is plain HTTP for any
-registry, --tls-verify=true HTTPS for every one.
+registry, --tls-verify=true HTTPS for every one. --progress=lines prints each step of a
+pull as a line of its own, also when stderr is not a terminal.
 
 The store is $ZYGO_HOME (or `zygo --root DIR`), else ~/.local/share/zygo
 (/var/lib/zygo for root).
@@ -47,9 +48,12 @@ absl::StatusOr<Store> OpenStore() { return Store::Open(Store::DefaultRoot()); }
 int Pull(int argc, char** argv) {
   zygo::images::TlsVerify tls_verify = zygo::images::TlsVerify::kDefault;
   std::string ref_text;
+  bool progress_lines = false;
   for (int i = 0; i < argc; ++i) {
     std::string arg = argv[i];
-    if (arg == "--tls-verify=false") {
+    if (arg == "--progress=lines") {
+      progress_lines = true;
+    } else if (arg == "--tls-verify=false") {
       tls_verify = zygo::images::TlsVerify::kFalse;
     } else if (arg == "--tls-verify=true" || arg == "--tls-verify") {
       tls_verify = zygo::images::TlsVerify::kTrue;
@@ -76,7 +80,7 @@ int Pull(int argc, char** argv) {
   if (!credentials.ok()) return Fail(credentials.status());
   options.credentials = *credentials;
   zygo::images::RegistryClient client(options);
-  zygo::cli::ImageProgress progress;
+  zygo::cli::ImageProgress progress(progress_lines);
   absl::StatusOr<zygo::images::ImageRecord> record = zygo::images::PullImage(
       *store, client, *ref, [&](const std::string& step) { progress.Step(step); },
       [&](int64_t done, int64_t total) { progress.Bytes(done, total); });

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include <limits>
+#include <optional>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -168,12 +169,8 @@ absl::Status ApplyOption(int option, const char* value, RunOptions* options) {
       spec.allow.push_back(value);
       return absl::OkStatus();
     case kPull:
-      if (strcmp(value, "missing") == 0) {
-        options->pull = PullPolicy::kMissing;
-      } else if (strcmp(value, "always") == 0) {
-        options->pull = PullPolicy::kAlways;
-      } else if (strcmp(value, "never") == 0) {
-        options->pull = PullPolicy::kNever;
+      if (std::optional<PullPolicy> pull = runtime::ParsePullPolicy(value)) {
+        options->pull = *pull;
       } else {
         return absl::InvalidArgumentError(
             absl::StrCat("--pull '", value, "' must be missing, always or never"));

@@ -44,11 +44,16 @@ absl::Status EnsureMountpoints(const std::string& rootfs) {
 
 // The image through runtime's recipe, as `zygo run` takes it: an OCI image's Env,
 // WorkingDir (else /code) and User, and for an exec function its Entrypoint before the
-// command. The supervisor never pulls: `zygo pull` (or `zygo run`) does.
-absl::Status UseFunctionImage(const FunctionSpec& function, core::Spec* sandbox) {
+// command. Pulled as the spec's `pull` says (missing: only when not in the store), its
+// progress a line at a time to `on_progress`.
+absl::Status UseFunctionImage(const FunctionSpec& function,
+                              std::function<void(const std::string&)> on_progress,
+                              core::Spec* sandbox) {
   runtime::ImageOptions options;
-  options.pull = {runtime::PullPolicy::kNever, images::TlsVerify::kDefault,
-                  absl::StrCat(": run `zygo pull ", function.image.text, "` first")};
+  options.pull = {function.pull, images::TlsVerify::kDefault,
+                  absl::StrCat(": run `zygo pull ", function.image.text,
+                               "` first (the spec says pull = \"never\")"),
+                  std::move(on_progress)};
   options.caller.command_is_the_images = function.runtime == Runtime::kExec;
   absl::Status used = runtime::UseImage(function.image, options, *sandbox);
   if (!used.ok()) {
@@ -56,7 +61,10 @@ absl::Status UseFunctionImage(const FunctionSpec& function, core::Spec* sandbox)
     // caller must not read NotFound as "no such function".
     const absl::StatusCode code =
         absl::IsNotFound(used) ? absl::StatusCode::kFailedPrecondition : used.code();
-    return absl::Status(code, absl::StrCat(function.origin, ": ", used.message()));
+    const std::string why = used.message().empty()
+                                ? absl::StrCat("cannot pull ", function.image.text)
+                                : std::string(used.message());
+    return absl::Status(code, absl::StrCat(function.origin, ": ", why));
   }
   if (function.image.oci()) ZYGO_RETURN_IF_ERROR(EnsureMountpoints(sandbox->root.directory));
   return absl::OkStatus();
@@ -72,7 +80,10 @@ Function::~Function() { Stop(); }
 FunctionInfo Function::Info() const {
   FunctionInfo info = ToFunctionInfo(spec_);
   info.requests = requests_.load();
+  info.warm_ups = warm_ups_.load();
   std::lock_guard<std::mutex> lock(mu_);
+  info.error = last_error_;
+  info.progress = progress_;
   if (zygote_ && zygote_->alive()) {
     info.state = FunctionState::kWarm;
   } else if (warming_.load()) {
@@ -83,10 +94,15 @@ FunctionInfo Function::Info() const {
   return info;
 }
 
-absl::StatusOr<ZygoteConfig> Function::BuildZygoteConfig() const {
+absl::StatusOr<ZygoteConfig> Function::BuildZygoteConfig() {
   core::Spec sandbox = ToSandboxSpec(spec_);
   ZygoteConfig config;
-  ZYGO_RETURN_IF_ERROR(UseFunctionImage(spec_, &sandbox));
+  const auto on_progress = [this](const std::string& line) {
+    Log(LogLevel::kInfo, absl::StrCat(spec_.name, ": ", line));
+    std::lock_guard<std::mutex> lock(mu_);
+    progress_ = line;
+  };
+  ZYGO_RETURN_IF_ERROR(UseFunctionImage(spec_, on_progress, &sandbox));
   const bool python = spec_.runtime == Runtime::kPython;
   const std::string& agent = python ? host_->python_agent : host_->exec_agent;
   if (agent.empty()) {
@@ -144,15 +160,21 @@ absl::StatusOr<std::shared_ptr<Zygote>> Function::WarmZygote() {
     old = std::move(zygote_);  // dead: its last users finish with their own reference
   }
   warming_.store(true);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    progress_.clear();
+  }
   absl::StatusOr<ZygoteConfig> config = BuildZygoteConfig();
   absl::StatusOr<std::unique_ptr<Zygote>> started =
       config.ok() ? Zygote::Start(*std::move(config)) : config.status();
-  warming_.store(false);
   std::lock_guard<std::mutex> lock(mu_);
+  warming_.store(false);
   if (!started.ok()) {
     last_error_ = std::string(started.status().message());
     return started.status();
   }
+  last_error_.clear();
+  warm_ups_.fetch_add(1);
   zygote_ = std::shared_ptr<Zygote>(*std::move(started));
   last_used_ = std::chrono::steady_clock::now();
   Log(LogLevel::kInfo, absl::StrFormat("%s is warm (%.1f ms)", spec_.name,

@@ -56,15 +56,17 @@ class Function {
 
  private:
   absl::StatusOr<std::shared_ptr<Zygote>> WarmZygote();
-  absl::StatusOr<ZygoteConfig> BuildZygoteConfig() const;
+  absl::StatusOr<ZygoteConfig> BuildZygoteConfig();
 
   const FunctionSpec spec_;
   const FunctionHost* host_;
   std::mutex warm_mu_;  // one warm-up at a time
   mutable std::mutex mu_;
   std::shared_ptr<Zygote> zygote_;
-  std::string last_error_;
+  std::string last_error_;  // of the last warm-up; cleared by one that succeeds
+  std::string progress_;    // the last line of the latest warm-up's pull of the image
   std::atomic<int64_t> requests_{0};
+  std::atomic<int64_t> warm_ups_{0};
   std::atomic<int> in_flight_{0};
   std::atomic<bool> warming_{false};
   std::chrono::steady_clock::time_point last_used_;

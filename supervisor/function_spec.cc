@@ -38,8 +38,8 @@ constexpr absl::string_view kNameRule =
 const KnownKeys& SpecKeys() {
   static const auto* keys = new KnownKeys{
       {"",
-       {"name", "image", "runtime", "entry", "code", "pool", "preload", "cold_after", "spares",
-        "limits", "env", "net"}},
+       {"name", "image", "pull", "runtime", "entry", "code", "pool", "preload", "cold_after",
+        "spares", "limits", "env", "net"}},
       {"limits", {"memory", "pids", "cpu", "timeout"}},
       {"net", {"mode", "allow"}},
   };
@@ -98,6 +98,18 @@ class SpecParser : private TomlFields {
                    absl::StrCat(Quote(spec_.name), " is not a valid name (", kNameRule, ")"));
     }
     if (const toml::node* image = root.get("image")) ZYGO_RETURN_IF_ERROR(ParseImage(*image));
+    if (const toml::node* pull = root.get("pull")) {
+      std::string name;
+      ZYGO_RETURN_IF_ERROR(GetString(*pull, "pull", &name));
+      std::optional<runtime::PullPolicy> parsed = runtime::ParsePullPolicy(name);
+      if (!parsed.has_value()) {
+        return Error(*pull, "pull",
+                     absl::StrCat(Quote(name),
+                                  " is not a pull policy (use \"missing\", "
+                                  "\"always\" or \"never\")"));
+      }
+      spec_.pull = *parsed;
+    }
     if (const toml::node* runtime = root.get("runtime")) {
       std::string name;
       ZYGO_RETURN_IF_ERROR(GetString(*runtime, "runtime", &name));

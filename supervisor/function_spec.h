@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/spec.h"
+#include "runtime/image_pull.h"
 #include "runtime/image_source.h"
 #include "supervisor/code_policy.h"
 #include "supervisor/service.h"
@@ -22,6 +23,7 @@ namespace zygo::supervisor {
 struct FunctionSpec {
   std::string name;
   runtime::ImageSource image = runtime::ImageSource::Host();
+  runtime::PullPolicy pull = runtime::PullPolicy::kMissing;  // an OCI image, at warm-up
   Runtime runtime = Runtime::kPython;
   // python: "FILE.py:FUNCTION" as written ("" for a pool); exec: the command as written,
   // an array joined with single spaces.

@@ -43,6 +43,11 @@ struct FunctionInfo {
   int64_t timeout_ms = 0;
   int64_t cold_after_ms = 0;
   std::string spec_path;  // the TOML file it was registered from
+  // The last line of its image's pull in the latest warm-up ("" when it pulled nothing).
+  std::string progress;
+  // Why its last warm-up failed; "" once one succeeded (or none has run).
+  std::string error;
+  int64_t warm_ups = 0;  // warm-ups that succeeded since it was registered
 };
 
 struct ExecRequest {

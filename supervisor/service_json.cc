@@ -101,7 +101,10 @@ std::string FunctionInfoToJson(const FunctionInfo& info) {
                      {"memory_bytes", info.memory_bytes},
                      {"timeout_ms", info.timeout_ms},
                      {"cold_after_ms", info.cold_after_ms},
-                     {"spec_path", info.spec_path}});
+                     {"spec_path", info.spec_path},
+                     {"progress", info.progress},
+                     {"error", info.error},
+                     {"warm_ups", info.warm_ups}});
   } catch (const std::exception&) {
     return kEncodeFailure;
   }

@@ -151,15 +151,15 @@ TEST_F(WarmExecTest, NothingLeftBehind) {
   EXPECT_TRUE(testing::LeftoverCgroups().empty());
 }
 
-// A function on an OCI image from the image store (`zygo load`ed here: the supervisor never
-// pulls): the sandbox's root is the image's flattened root, with its config's Env and User,
-// and the command goes after its Entrypoint (["/bin/sh", "-c"]), as with `docker run`.
+// A function on an OCI image from the image store (`zygo load`ed here, and pull = "never":
+// the name is local): the sandbox's root is the image's flattened root, with its config's Env and
+// User, and the command goes after its Entrypoint (["/bin/sh", "-c"]), as with `docker run`.
 TEST_F(WarmExecTest, RunsOnAnOciImageFromTheStore) {
   UseOwnImageStore();
   UpExec("img",
          "[\"echo $FOO; id -u; ls /bin/busybox; "
          "test -e /usr/bin/python3 && echo host /usr || echo no host /usr\"]",
-         "image = \"multi:test\"\n");
+         "image = \"multi:test\"\npull = \"never\"\n");
   // The control: before the image is in the store, the function cannot warm, and says so.
   ExecReply missing = Call("img");
   EXPECT_FALSE(missing.status.ok());

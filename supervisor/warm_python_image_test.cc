@@ -65,6 +65,7 @@ TEST_F(WarmPythonImageTest, RunsTheImagesOwnPython) {
   UseOwnImageStore();
   WriteCode("where.py", kHandler);
   Up("name = \"where\"\nentry = \"where.py:where\"\nimage = \"python-host:test\"\n"
+     "pull = \"never\"\n"
      "[limits]\ntimeout = \"10s\"\nmemory = \"128M\"\n");
   // The control: before the image is in the store, the function cannot warm, and says so.
   ExecReply missing = Call("where");

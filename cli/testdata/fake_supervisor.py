@@ -17,7 +17,8 @@ import fake_api_server
 def info(name, runtime="python", entry="handler.py:handle", pool=False):
     return {"name": name, "image": "host", "runtime": runtime, "entry": "" if pool else entry,
             "pool": pool, "state": "warm", "requests": 0, "memory_bytes": 268435456,
-            "timeout_ms": 1000, "cold_after_ms": 600000, "spec_path": ""}
+            "timeout_ms": 1000, "cold_after_ms": 600000, "spec_path": "", "progress": "",
+            "error": "", "warm_ups": 1}
 
 
 FUNCTIONS = {

@@ -30,6 +30,9 @@ Function ToFunction(const json& info) {
   function.pool = info.value("pool", false);
   function.state = TextOf(info, "state");
   function.requests = info.value("requests", int64_t{0});
+  function.progress = TextOf(info, "progress");
+  function.error = TextOf(info, "error");
+  function.warm_ups = info.value("warm_ups", int64_t{0});
   return function;
 }
 

@@ -37,6 +37,9 @@ struct Function {
   bool pool = false;
   std::string state;  // "cold", "warming" or "warm"
   int64_t requests = 0;
+  std::string progress;  // the last line of its image's pull in the latest warm-up
+  std::string error;     // why its last warm-up failed; "" once one succeeded
+  int64_t warm_ups = 0;  // warm-ups that succeeded since it was registered
 };
 
 // One request's answer.
