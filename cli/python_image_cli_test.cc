@@ -1,8 +1,10 @@
 // Python images through `zygo run`: the bytecode layer (built once on first use, used
 // after, off with ZYGO_BYTECODE=0, a failed build a warning and never a failed run) and
 // cached venvs (--requirements: built once, reused, rebuilt on edit, read-only, one-line
-// errors). Uses the opt-in Debian test images `python` and `python-pip` (tools/images),
-// and a wheel and a broken "python" image the test makes itself.
+// errors), and the same venvs for warm functions (`requirements` in a spec, shared with
+// `zygo run --requirements`; a failed build remembered). Uses the opt-in Debian test images
+// `python` and `python-pip` (tools/images), and a wheel and a broken "python" image the
+// test makes itself.
 #include <stdlib.h>
 #include <sys/stat.h>
 
@@ -17,7 +19,10 @@
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "testing/harness.h"
+#include "testing/supervisor_process.h"
 #include "testing/test_dir.h"
+
+extern char** environ;
 
 namespace zygo::testing {
 namespace {
@@ -318,6 +323,68 @@ TEST_F(PythonImageCli, VenvFailuresAreExit125AndOneLine) {
   RunResult missing = Zygo({"run", "--requirements", scratch_ + "/nope.txt", "pypip:test", "true"});
   EXPECT_EQ(missing.exit_code, 125);
   EXPECT_EQ(LineCount(missing.err), 1) << missing.err;
+}
+
+// A warm function with `requirements` gets the venv `zygo run --requirements` builds: the
+// first function builds it, a second on the same image and file and then `zygo run` reuse
+// it (one venv, the same inode). A requirements file pip cannot satisfy fails `zygo up`
+// with pip's line, and a request after it gets the remembered failure, not a rebuild.
+TEST_F(PythonImageCli, FunctionsShareTheVenvOfTheirRequirements) {
+  LOAD_OR_SKIP("python-pip", "pypip:test", digest);
+  const std::string code = scratch_ + "/code";
+  fs::create_directories(code + "/wheels");
+  ASSERT_EQ(
+      RunOnHost({"/usr/bin/python3", "-c", kWheelScript, code + "/wheels", "hello from tinypkg"})
+          .exit_code,
+      0);
+  std::ofstream(code + "/requirements.txt") << "tinypkg==1.0\n";
+  std::ofstream(code + "/bad.txt") << "nosuch==9\n";
+  std::ofstream(code + "/handler.py")
+      << "import sys, tinypkg\ndef main(event):\n    return [tinypkg.GREETING, sys.prefix]\n";
+  std::ofstream(code + "/plain.py") << "def main(event):\n    return 1\n";
+  SupervisorProcess::Options options;
+  for (char** entry = environ; *entry != nullptr; ++entry) options.env.push_back(*entry);
+  options.env.push_back("ZYGO_HOME=" + store_);
+  absl::StatusOr<std::unique_ptr<SupervisorProcess>> supervisor = SupervisorProcess::Start(options);
+  ASSERT_TRUE(supervisor.ok()) << supervisor.status();
+  const std::string socket = (*supervisor)->http_socket();
+  const auto up = [&](const std::string& name, const std::string& entry,
+                      const std::string& requirements) {
+    const std::string spec = absl::StrCat(code, "/", name, ".toml");
+    std::ofstream(spec) << "name = \"" << name << "\"\nimage = \"pypip:test\"\nentry = \"" << entry
+                        << "\"\nrequirements = \"" << requirements
+                        << "\"\nfind_links = \"wheels\"\n[limits]\ntimeout = \"20s\"\n";
+    return Zygo({"up", "--socket", socket, spec});
+  };
+
+  ASSERT_TRUE(Venvs().empty());
+  RunResult first = up("first", "handler.py:main", "requirements.txt");
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  RunResult answer = Zygo({"exec", "--socket", socket, "first"});
+  EXPECT_EQ(answer.out, "[\"hello from tinypkg\",\"/venv\"]\n") << answer.err;
+  ASSERT_EQ(Venvs().size(), 1u);
+  struct stat built;
+  ASSERT_EQ(stat(Venvs()[0].c_str(), &built), 0);
+  ASSERT_EQ(up("second", "handler.py:main", "requirements.txt").exit_code, 0);
+  EXPECT_EQ(Zygo({"exec", "--socket", socket, "second"}).out, answer.out);
+  RunResult run = Zygo({"-v", "run", "--requirements", code + "/requirements.txt", "--find-links",
+                        code + "/wheels", "pypip:test", "python3", "-c", "import tinypkg"});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_TRUE(absl::StrContains(run.err, "reused")) << run.err;
+  ASSERT_EQ(Venvs().size(), 1u) << "one venv for both functions and the run";
+  struct stat reused;
+  ASSERT_EQ(stat(Venvs()[0].c_str(), &reused), 0);
+  EXPECT_EQ(reused.st_ino, built.st_ino);
+
+  RunResult bad = up("bad", "plain.py:main", "bad.txt");
+  EXPECT_EQ(bad.exit_code, 125);
+  EXPECT_EQ(LineCount(bad.err), 1) << bad.err;
+  EXPECT_TRUE(absl::StrContains(bad.err, "No matching distribution found for nosuch==9"))
+      << bad.err;
+  RunResult again = Zygo({"exec", "--socket", socket, "bad"});
+  EXPECT_EQ(again.exit_code, 125);
+  EXPECT_TRUE(absl::StrContains(again.err, "remembered")) << again.err;
+  EXPECT_EQ(Venvs().size(), 1u);
 }
 
 }  // namespace

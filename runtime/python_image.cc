@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_format.h"
 #include "images/build_sandbox.h"
 #include "images/bytecode_layer.h"
@@ -37,13 +38,29 @@ std::string BytecodeRootOf(images::Store& store, const images::RunnableImage& im
   return (*root)->rootfs;
 }
 
+namespace {
+constexpr char kBuildFailureUrl[] = "zygo.dev/build-failure";
+}  // namespace
+
+void MarkBuildFailure(absl::Status& status) {
+  if (!status.ok()) status.SetPayload(kBuildFailureUrl, absl::Cord("1"));
+}
+
+bool IsBuildFailure(const absl::Status& status) {
+  return status.GetPayload(kBuildFailureUrl).has_value();
+}
+
 absl::Status ApplyVenv(images::Store& store, const images::RunnableImage& image,
                        const std::string& rootfs, const VenvFiles& files, bool verbose,
                        core::Spec& spec) {
   images::VenvRequest request{files.requirements, files.find_links, spec.loosening};
   absl::StatusOr<images::Venv> venv =
       images::EnsureVenv(store, image, rootfs, request, images::RunSandboxJob);
-  if (!venv.ok()) return venv.status();
+  if (!venv.ok()) {
+    absl::Status failed = venv.status();
+    MarkBuildFailure(failed);
+    return failed;
+  }
   if (verbose) {
     fprintf(stderr, "zygo: venv %s %s\n", venv->key.substr(0, 19).c_str(),
             venv->built ? absl::StrFormat("built in %.0f ms", venv->build_ms).c_str() : "reused");

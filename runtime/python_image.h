@@ -18,13 +18,19 @@ namespace zygo::runtime {
 std::string BytecodeRootOf(images::Store& store, const images::RunnableImage& image,
                            const core::Loosening& loosening, bool verbose);
 
+// Marks a status as a failed build of what an image needs (a venv): the same inputs fail
+// the same way, so a caller that would retry it per request remembers it instead.
+void MarkBuildFailure(absl::Status& status);
+bool IsBuildFailure(const absl::Status& status);
+
 struct VenvFiles {
   std::string requirements;  // host path of the requirements file
   std::string find_links;    // empty: pip's own configuration
 };
 
 // Builds (or reuses) the venv for `image` and these files and puts it in `spec`: read-only
-// at /venv and first on PATH, under the caller's own env.
+// at /venv and first on PATH, under the caller's own env. A failed build is marked
+// (MarkBuildFailure).
 absl::Status ApplyVenv(images::Store& store, const images::RunnableImage& image,
                        const std::string& rootfs, const VenvFiles& files, bool verbose,
                        core::Spec& spec);

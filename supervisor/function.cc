@@ -18,6 +18,7 @@
 #include "core/base/status_macros.h"
 #include "core/loosening.h"
 #include "images/run_image.h"
+#include "runtime/python_image.h"
 #include "runtime/sandbox_recipe.h"
 #include "supervisor/code_policy.h"
 #include "supervisor/log.h"
@@ -55,6 +56,8 @@ absl::Status UseFunctionImage(const FunctionSpec& function,
                                "` first (the spec says pull = \"never\")"),
                   std::move(on_progress)};
   options.caller.command_is_the_images = function.runtime == Runtime::kExec;
+  options.bytecode = true;  // as zygo run: a Python image's stdlib already compiled
+  options.venv = {function.requirements, function.find_links};
   absl::Status used = runtime::UseImage(function.image, options, *sandbox);
   if (!used.ok()) {
     // Missing from the store is still FailedPrecondition here: the function exists, so a
@@ -64,7 +67,9 @@ absl::Status UseFunctionImage(const FunctionSpec& function,
     const std::string why = used.message().empty()
                                 ? absl::StrCat("cannot pull ", function.image.text)
                                 : std::string(used.message());
-    return absl::Status(code, absl::StrCat(function.origin, ": ", why));
+    absl::Status failed(code, absl::StrCat(function.origin, ": ", why));
+    if (runtime::IsBuildFailure(used)) runtime::MarkBuildFailure(failed);
+    return failed;
   }
   if (function.image.oci()) ZYGO_RETURN_IF_ERROR(EnsureMountpoints(sandbox->root.directory));
   return absl::OkStatus();
@@ -158,6 +163,8 @@ absl::StatusOr<std::shared_ptr<Zygote>> Function::WarmZygote() {
     std::lock_guard<std::mutex> lock(mu_);
     if (zygote_ && zygote_->alive()) return zygote_;
     old = std::move(zygote_);  // dead: its last users finish with their own reference
+    // The same venv from the same files fails the same way: not rebuilt per request.
+    if (!build_failure_.ok()) return build_failure_;
   }
   warming_.store(true);
   {
@@ -171,6 +178,12 @@ absl::StatusOr<std::shared_ptr<Zygote>> Function::WarmZygote() {
   warming_.store(false);
   if (!started.ok()) {
     last_error_ = std::string(started.status().message());
+    if (runtime::IsBuildFailure(started.status())) {
+      build_failure_ =
+          absl::Status(started.status().code(),
+                       absl::StrCat(started.status().message(),
+                                    " (remembered: `zygo up` the spec again to retry the build)"));
+    }
     return started.status();
   }
   last_error_.clear();

@@ -63,8 +63,9 @@ class Function {
   std::mutex warm_mu_;  // one warm-up at a time
   mutable std::mutex mu_;
   std::shared_ptr<Zygote> zygote_;
-  std::string last_error_;  // of the last warm-up; cleared by one that succeeds
-  std::string progress_;    // the last line of the latest warm-up's pull of the image
+  std::string last_error_;      // of the last warm-up; cleared by one that succeeds
+  absl::Status build_failure_;  // a failed venv build: answered, never retried
+  std::string progress_;        // the last line of the latest warm-up's pull of the image
   std::atomic<int64_t> requests_{0};
   std::atomic<int64_t> warm_ups_{0};
   std::atomic<int> in_flight_{0};

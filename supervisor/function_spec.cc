@@ -2,6 +2,10 @@
 // throw) and checks every field, reporting the first problem with its file, line and field.
 #include "supervisor/function_spec.h"
 
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <toml++/toml.h>
 
@@ -38,8 +42,8 @@ constexpr absl::string_view kNameRule =
 const KnownKeys& SpecKeys() {
   static const auto* keys = new KnownKeys{
       {"",
-       {"name", "image", "pull", "runtime", "entry", "code", "pool", "preload", "cold_after",
-        "spares", "limits", "env", "net"}},
+       {"name", "image", "pull", "runtime", "entry", "code", "requirements", "find_links", "pool",
+        "preload", "cold_after", "spares", "limits", "env", "net"}},
       {"limits", {"memory", "pids", "cpu", "timeout"}},
       {"net", {"mode", "allow"}},
   };
@@ -77,6 +81,7 @@ class SpecParser : private TomlFields {
     ZYGO_RETURN_IF_ERROR(CheckKeys(root, ""));
     ZYGO_RETURN_IF_ERROR(ParseIdentity(root));
     ZYGO_RETURN_IF_ERROR(ParseCode(root.get("code")));
+    ZYGO_RETURN_IF_ERROR(ParseDependencies(root));
     ZYGO_RETURN_IF_ERROR(ParseEntry(root));
     ZYGO_RETURN_IF_ERROR(ParseWarmth(root));
     const toml::node* limits = root.get("limits");
@@ -154,6 +159,50 @@ class SpecParser : private TomlFields {
     }
     spec_.code = *resolved;
     return absl::OkStatus();
+  }
+
+  // requirements and find_links: a file and a directory of the code dir, relative to it,
+  // that stay in it once symlinks are resolved.
+  absl::Status ParseDependencies(const toml::table& root) {
+    const toml::node* requirements = root.get("requirements");
+    const toml::node* find_links = root.get("find_links");
+    if (requirements == nullptr) {
+      if (find_links == nullptr) return absl::OkStatus();
+      return Error(*find_links, "find_links", "goes with requirements");
+    }
+    if (!spec_.image.oci()) {
+      return Error(*requirements, "requirements",
+                   "needs an OCI image (the venv is built with the image's own pip)");
+    }
+    ZYGO_ASSIGN_OR_RETURN(spec_.requirements, InCode(*requirements, "requirements", false));
+    if (find_links == nullptr) return absl::OkStatus();
+    ZYGO_ASSIGN_OR_RETURN(spec_.find_links, InCode(*find_links, "find_links", true));
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::string> InCode(const toml::node& node, const char* field, bool directory) {
+    std::string relative;
+    ZYGO_RETURN_IF_ERROR(GetString(node, field, &relative));
+    if (relative.empty() || absl::StartsWith(relative, "/")) {
+      return Error(node, field, absl::StrCat(Quote(relative), " must be a path relative to code"));
+    }
+    const std::string joined = absl::StrCat(spec_.code, "/", relative);
+    char resolved[PATH_MAX];
+    if (::realpath(joined.c_str(), resolved) == nullptr) {
+      return Error(node, field, absl::StrCat(Quote(relative), ": ", strerror(errno)));
+    }
+    const std::string path = resolved;
+    if (!absl::StartsWith(path, absl::StrCat(spec_.code, "/"))) {
+      return Error(node, field,
+                   absl::StrCat(Quote(relative), " resolves outside code (", path, ")"));
+    }
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0 ||
+        (directory ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode))) {
+      return Error(node, field,
+                   absl::StrCat(Quote(relative), " is not a ", directory ? "directory" : "file"));
+    }
+    return path;
   }
 
   absl::Status ParseEntry(const toml::table& root) {

@@ -32,6 +32,10 @@ struct FunctionSpec {
   std::string handler_function;      // python: FUNCTION
   std::vector<std::string> command;  // exec: argv
   std::string code;                  // absolute, symlinks resolved; mounted read-only at /code
+  // An OCI image's venv (images/venv_cache.h), as `zygo run --requirements --find-links`:
+  // files of `code`, absolute and resolved; empty when not given.
+  std::string requirements;
+  std::string find_links;
   bool pool = false;
   std::vector<std::string> preload;     // python: modules the zygote imports before forking
   int64_t cold_after_ms = 10 * 60'000;  // 0 = never dropped

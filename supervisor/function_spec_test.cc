@@ -304,6 +304,37 @@ TEST_F(FunctionSpecTest, ErrorsNameFileLineAndField) {
   }
 }
 
+// requirements and find_links: files of the code dir, with an OCI image; the pull policy.
+TEST_F(FunctionSpecTest, RequirementsFindLinksAndPull) {
+  WriteFile("requirements.txt", "tinypkg==1.0\n");
+  std::filesystem::create_directories(dir_ + "/wheels");
+  std::filesystem::create_symlink("/etc/hostname", dir_ + "/escape.txt");
+  const std::string head = "name = \"app\"\nentry = \"handler.py:main\"\n";
+  const std::string oci = head + "image = \"python:3.12-slim\"\n";  // lines 1-3
+  absl::StatusOr<FunctionSpec> spec = Parse(
+      oci + "requirements = \"requirements.txt\"\nfind_links = \"wheels\"\npull = \"always\"\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->requirements, dir_ + "/requirements.txt");
+  EXPECT_EQ(spec->find_links, dir_ + "/wheels");
+  EXPECT_EQ(spec->pull, runtime::PullPolicy::kAlways);
+  EXPECT_EQ(Parse(oci)->pull, runtime::PullPolicy::kMissing);
+  EXPECT_EQ(
+      ErrorOf(head + "requirements = \"requirements.txt\"\n"),
+      "hello.toml:3: requirements: needs an OCI image (the venv is built with the image's own "
+      "pip)");
+  EXPECT_EQ(ErrorOf(oci + "requirements = \"escape.txt\"\n"),
+            "hello.toml:4: requirements: \"escape.txt\" resolves outside code (/etc/hostname)");
+  EXPECT_EQ(ErrorOf(oci + "requirements = \"/etc/hostname\"\n"),
+            "hello.toml:4: requirements: \"/etc/hostname\" must be a path relative to code");
+  EXPECT_EQ(ErrorOf(oci + "requirements = \"wheels\"\n"),
+            "hello.toml:4: requirements: \"wheels\" is not a file");
+  EXPECT_EQ(ErrorOf(oci + "find_links = \"wheels\"\n"),
+            "hello.toml:4: find_links: goes with requirements");
+  EXPECT_EQ(ErrorOf(oci + "pull = \"sometimes\"\n"),
+            "hello.toml:4: pull: \"sometimes\" is not a pull policy (use \"missing\", \"always\" "
+            "or \"never\")");
+}
+
 TEST_F(FunctionSpecTest, UnknownKeysSuggestTheClosestKnownOne) {
   const std::string kHead = "name = \"hello\"\nentry = \"handler.py:main\"\n";
   EXPECT_EQ(ErrorOf(kHead + "[limits]\nmemroy = \"1G\"\n"),
