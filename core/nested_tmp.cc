@@ -227,11 +227,16 @@ absl::Status MountOwnTmp(const NestedTmpTarget& target, const NestedTmpOptions& 
 
   ZYGO_ASSIGN_OR_RETURN(struct stat sandbox_ns, StatOf(sandbox_user.get(), "sandbox ns/user"));
   ZYGO_ASSIGN_OR_RETURN(struct stat spare_ns, StatOf(spare_user.get(), "spare ns/user"));
-  ZYGO_ASSIGN_OR_RETURN(struct stat spare_parent,
-                        RelatedNamespace(spare_user.get(), NS_GET_PARENT, "NS_GET_PARENT"));
-  if (!SameFile(spare_parent, sandbox_ns)) {
+  // EPERM: its user namespace has no parent we may see, so it is not one made below ours.
+  absl::StatusOr<struct stat> spare_parent =
+      RelatedNamespace(spare_user.get(), NS_GET_PARENT, "NS_GET_PARENT");
+  if (!spare_parent.ok() && !absl::IsPermissionDenied(spare_parent.status())) {
+    return spare_parent.status();
+  }
+  if (!spare_parent.ok() || !SameFile(*spare_parent, sandbox_ns)) {
     return absl::FailedPreconditionError(
-        "the spare is not in a user namespace of its own made in the sandbox's");
+        "the spare is not in a user namespace of its own made in the sandbox's (its "
+        "unshare(CLONE_NEWUSER) failed: the host must allow nested user namespaces)");
   }
   ZYGO_ASSIGN_OR_RETURN(struct stat mnt_owner,
                         RelatedNamespace(spare_mnt.get(), NS_GET_USERNS, "NS_GET_USERNS"));

@@ -24,6 +24,7 @@
 #include "core/base/status_macros.h"
 #include "core/base/sys/fs.h"
 #include "images/digest.h"
+#include "images/internal/registry_text.h"
 #include "images/internal/www_authenticate.h"
 #include "images/manifest.h"
 #include "nlohmann/json.hpp"
@@ -113,46 +114,6 @@ size_t OnBody(char* data, size_t size, size_t count, void* user) {
 }
 
 bool IsSuccess(const Response& response) { return response.status >= 200 && response.status < 300; }
-
-// " (MANIFEST_UNKNOWN: manifest unknown)" from the registry's JSON error body, if any.
-std::string RegistryErrorDetail(const std::string& body) {
-  nlohmann::json json = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (!json.is_object() || !json.contains("errors") || !json["errors"].is_array() ||
-      json["errors"].empty() || !json["errors"][0].is_object()) {
-    return "";
-  }
-  const nlohmann::json& first = json["errors"][0];
-  std::string code = first.value("code", "");
-  std::string message = first.value("message", "");
-  if (code.empty() && message.empty()) return "";
-  return absl::StrCat(" (", code, code.empty() || message.empty() ? "" : ": ", message, ")");
-}
-
-bool IsDigestForm(absl::string_view tag_or_digest) { return absl::StrContains(tag_or_digest, ':'); }
-
-// Tags as the distribution spec allows them: [A-Za-z0-9_][A-Za-z0-9._-]{0,127}. Checked
-// because the tag becomes part of a URL.
-absl::Status CheckTagOrDigest(absl::string_view tag_or_digest) {
-  if (IsDigestForm(tag_or_digest)) return ValidateDigest(tag_or_digest);
-  bool valid = !tag_or_digest.empty() && tag_or_digest.size() <= 128 && tag_or_digest[0] != '.' &&
-               tag_or_digest[0] != '-';
-  for (char c : tag_or_digest) {
-    valid = valid && (absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' ||
-                      c == '-');
-  }
-  if (valid) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat("invalid tag '", tag_or_digest, "'"));
-}
-
-std::string BasicAuthorization(const Credentials& credentials) {
-  return absl::StrCat(
-      "Authorization: Basic ",
-      absl::Base64Escape(absl::StrCat(credentials.username, ":", credentials.password)));
-}
-
-std::string LoginHint(const std::string& registry) {
-  return absl::StrCat(": run zygo login ", registry);
-}
 
 }  // namespace
 
