@@ -162,6 +162,17 @@ TEST_F(ImageCli, PullFromALoopbackRegistryAndRunOnFirstUse) {
   EXPECT_EQ(pruned.exit_code, 0) << pruned.err;
   EXPECT_FALSE(absl::StrContains(pruned.out, "freed 0.0kB")) << pruned.out;
   EXPECT_TRUE(fs::is_empty(store_ + "/rootfs/sha256")) << "rootfs left after prune";
+  // Pruned, so pulled again: with --progress=lines each step is a line of its own though
+  // stderr is no terminal (the supervisor relays them to `zygo up`); without, only the end.
+  RunResult lines = Zygo({"pull", "--progress=lines", registry + "/tools/busybox:1"});
+  EXPECT_EQ(lines.exit_code, 0) << lines.err;
+  EXPECT_TRUE(absl::StrContains(lines.err, "downloading sha256:")) << lines.err;
+  EXPECT_GT(LineCount(lines.err), 1) << lines.err;
+  ASSERT_EQ(Zygo({"rmi", registry + "/tools/busybox:1"}).exit_code, 0);
+  ASSERT_EQ(Zygo({"image", "prune"}).exit_code, 0);
+  RunResult quiet = Zygo({"pull", registry + "/tools/busybox:1"});
+  EXPECT_EQ(quiet.exit_code, 0) << quiet.err;
+  EXPECT_EQ(LineCount(quiet.err), 1) << quiet.err;
 }
 
 TEST_F(ImageCli, BadReferencesTagsAndAuthGetOneLineAnd125) {

@@ -23,12 +23,6 @@ extern char** environ;
 namespace zygo::testing {
 namespace {
 
-int LineCount(const std::string& text) {
-  int lines = 0;
-  for (char c : text) lines += c == '\n';
-  return lines;
-}
-
 class UpPull : public ::testing::Test {
  protected:
   void SetUp() override {
