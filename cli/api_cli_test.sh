@@ -89,6 +89,10 @@ check "ls: exit 0" rc_is ls 0
 check "ls: header" grep -qE '^NAME +RUNTIME +IMAGE +STATE +REQUESTS +ENTRY$' "$tmp/ls.out"
 check "ls: hello's row" grep -qE '^hello +python +host +warm +0 +handler.py:handle$' "$tmp/ls.out"
 check "ls: a pool shows (pool)" grep -qE '^pool +python +host +warm +0 +\(pool\)$' "$tmp/ls.out"
+check "ls: a function whose warm-up failed shows failed" \
+  grep -qE '^unpulled +python +host +failed +0 +handler.py:handle$' "$tmp/ls.out"
+check "ls: its reason on stderr, one line" err_is ls \
+  "zygo: unpulled cannot warm: unpulled.toml: manifest unknown: 127.0.0.1:5000/app:2"
 run ls-json ls --json
 check "ls --json: the API's object" json_is ls-json \
   '"hello" in [f["name"] for f in r["functions"]] and r["functions"][0]["memory_bytes"] > 0'

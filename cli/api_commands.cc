@@ -204,7 +204,8 @@ Flags:
 constexpr char kLsUsage[] = R"usage(Usage: zygo ls [--socket PATH] [--json]
 
 Lists the supervisor's functions and runtime pools: NAME RUNTIME IMAGE STATE REQUESTS ENTRY
-(a runtime pool's ENTRY is "(pool)"; STATE is cold, warming or warm).
+(a runtime pool's ENTRY is "(pool)"; STATE is cold, warming, warm, or failed when its last
+warm-up failed, whose reason then follows the table on stderr).
 
 Flags:
   --json           the API's reply instead: {"functions":[{name, image, runtime, entry,
@@ -266,13 +267,21 @@ int LsCommand(int argc, char** argv) {
   }
   std::vector<std::vector<std::string>> rows = {
       {"NAME", "RUNTIME", "IMAGE", "STATE", "REQUESTS", "ENTRY"}};
+  std::vector<std::string> failures;
   for (const json& function : *functions) {
     bool pool = IsTrue(function, "pool");
+    std::string state = Text(function, "state");
+    const std::string error = Text(function, "error");
+    if (state == "cold" && !error.empty()) {
+      state = "failed";
+      failures.push_back(absl::StrCat(Text(function, "name"), " cannot warm: ", error));
+    }
     rows.push_back({Text(function, "name"), Text(function, "runtime"), Text(function, "image"),
-                    Text(function, "state"), Text(function, "requests"),
-                    pool ? "(pool)" : Text(function, "entry")});
+                    state, Text(function, "requests"), pool ? "(pool)" : Text(function, "entry")});
   }
   PrintTable(rows);
+  fflush(stdout);
+  for (const std::string& failure : failures) fprintf(stderr, "zygo: %s\n", failure.c_str());
   return 0;
 }
 

@@ -28,6 +28,8 @@ FUNCTIONS = {
     "exit3": info("exit3", runtime="exec", entry="sh -c 'exit 3'"),
     "cat": info("cat", runtime="exec", entry="cat"),
     "pool": info("pool", pool=True),
+    "unpulled": dict(info("unpulled"), state="cold", warm_ups=0,
+                     error="unpulled.toml: manifest unknown: 127.0.0.1:5000/app:2"),
 }
 
 
