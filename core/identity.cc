@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
-#include <linux/capability.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -12,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/base/errno_status.h"
+#include "core/base/sys/capabilities.h"
 
 namespace zygo::core {
 namespace {
@@ -75,10 +75,9 @@ ChildFailure SetIdsInChild(const IdentityPlan& plan) {
 }
 
 ChildFailure DropBoundingSetInChild() {
-  for (int cap = 0; cap <= 63; ++cap) {
-    if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL) {
-      return {LaunchStep::kDropCapabilities, errno, cap};
-    }
+  int cap = 0;
+  if (const int rc = base::sys::RawDropBoundingSet(&cap); rc < 0) {
+    return {LaunchStep::kDropCapabilities, -rc, cap};
   }
   return ChildFailure::Ok();
 }
@@ -87,10 +86,8 @@ ChildFailure DropPrivilegesInChild() {
   if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0) {
     return {LaunchStep::kDropCapabilities, errno};
   }
-  struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
-  struct __user_cap_data_struct data[2] = {};
-  if (syscall(SYS_capset, &header, data) != 0) {
-    return {LaunchStep::kDropCapabilities, errno};
+  if (const int rc = base::sys::RawClearCapabilities(); rc < 0) {
+    return {LaunchStep::kDropCapabilities, -rc};
   }
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return {LaunchStep::kNoNewPrivs, errno};
   return ChildFailure::Ok();

@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/capability.h>
 #include <linux/mount.h>
 #include <linux/nsfs.h>
 #include <pthread.h>
@@ -25,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/errno_status.h"
 #include "core/base/status_macros.h"
+#include "core/base/sys/capabilities.h"
 #include "core/base/sys/process.h"
 #include "core/base/unique_fd.h"
 
@@ -108,11 +108,10 @@ int MountInSpare(void* raw) {
     if (::syscall(SYS_prctl, PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0)
       return Fail(args, "PR_SET_KEEPCAPS");
     if (::syscall(SYS_setresuid, owner, owner, owner) != 0) return Fail(args, "setresuid(owner)");
-    __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
-    __user_cap_data_struct data[2] = {};
-    if (::syscall(SYS_capget, &header, data) != 0) return Fail(args, "capget");
-    for (auto& word : data) word.effective = word.permitted;
-    if (::syscall(SYS_capset, &header, data) != 0) return Fail(args, "capset");
+    if (const int rc = base::sys::RawRaiseEffectiveToPermitted(); rc < 0) {
+      errno = -rc;
+      return Fail(args, "capset(effective = permitted)");
+    }
   }
   if (::syscall(SYS_setns, args->spare_mnt, CLONE_NEWNS) != 0) {
     return Fail(args, "setns(the spare's mount namespace)");

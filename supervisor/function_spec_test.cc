@@ -318,21 +318,21 @@ TEST_F(FunctionSpecTest, RequirementsFindLinksAndPull) {
   EXPECT_EQ(spec->find_links, dir_ + "/wheels");
   EXPECT_EQ(spec->pull, runtime::PullPolicy::kAlways);
   EXPECT_EQ(Parse(oci)->pull, runtime::PullPolicy::kMissing);
-  EXPECT_EQ(
-      ErrorOf(head + "requirements = \"requirements.txt\"\n"),
-      "hello.toml:3: requirements: needs an OCI image (the venv is built with the image's own "
-      "pip)");
-  EXPECT_EQ(ErrorOf(oci + "requirements = \"escape.txt\"\n"),
-            "hello.toml:4: requirements: \"escape.txt\" resolves outside code (/etc/hostname)");
-  EXPECT_EQ(ErrorOf(oci + "requirements = \"/etc/hostname\"\n"),
-            "hello.toml:4: requirements: \"/etc/hostname\" must be a path relative to code");
-  EXPECT_EQ(ErrorOf(oci + "requirements = \"wheels\"\n"),
-            "hello.toml:4: requirements: \"wheels\" is not a file");
-  EXPECT_EQ(ErrorOf(oci + "find_links = \"wheels\"\n"),
-            "hello.toml:4: find_links: goes with requirements");
-  EXPECT_EQ(ErrorOf(oci + "pull = \"sometimes\"\n"),
-            "hello.toml:4: pull: \"sometimes\" is not a pull policy (use \"missing\", \"always\" "
-            "or \"never\")");
+  const std::pair<std::string, std::string> refused[] = {
+      {head + "requirements = \"requirements.txt\"\n",
+       "hello.toml:3: requirements: needs an OCI image (the venv is built with the image's own "
+       "pip)"},
+      {oci + "requirements = \"escape.txt\"\n",
+       "hello.toml:4: requirements: \"escape.txt\" resolves outside code (/etc/hostname)"},
+      {oci + "requirements = \"/etc/hostname\"\n",
+       "hello.toml:4: requirements: \"/etc/hostname\" must be a path relative to code"},
+      {oci + "requirements = \"wheels\"\n", "hello.toml:4: requirements: \"wheels\" is not a file"},
+      {oci + "find_links = \"wheels\"\n", "hello.toml:4: find_links: goes with requirements"},
+      {oci + "pull = \"sometimes\"\n",
+       "hello.toml:4: pull: \"sometimes\" is not a pull policy (use \"missing\", \"always\" or "
+       "\"never\")"},
+  };
+  for (const auto& [text, message] : refused) EXPECT_EQ(ErrorOf(text), message) << text;
 }
 
 TEST_F(FunctionSpecTest, UnknownKeysSuggestTheClosestKnownOne) {

@@ -297,16 +297,20 @@ void Zygote::HandleForked(wire::ReceivedFrame& received) {
         absl::StrCat("refused a spare whose sender pid ", spare->pid, " is not the agent's child"));
     return;
   }
-  if (absl::Status prepared = PrepareSpare(*spare); !prepared.ok()) {
+  absl::Status prepared = PrepareSpare(*spare);
+  bool broken = false;
+  if (prepared.ok()) {
+    prepared = GiveOwnTmp(*spare);
+    // A spare alive and still not given its /tmp: no spare of this zygote would be.
+    broken = !prepared.ok() && base::sys::RawPidfdSendSignal(spare->pidfd.get(), 0) == 0;
+  }
+  if (!prepared.ok()) {
     // A sandbox being stopped fails its last spares' mounts: nothing to say then.
     if (stopping_.load() || dead_.load()) {
       DestroySpare(std::move(spare));
       return;
     }
     LogFor(config_.name, LogLevel::kError, prepared.message());
-    // A spare alive and still not given its /tmp: no spare of this zygote would be.
-    const bool broken = prepared.code() == absl::StatusCode::kFailedPrecondition &&
-                        base::sys::RawPidfdSendSignal(spare->pidfd.get(), 0) == 0;
     DestroySpare(std::move(spare));
     if (broken) {
       MarkDead(std::string(prepared.message()));
@@ -315,12 +319,18 @@ void Zygote::HandleForked(wire::ReceivedFrame& received) {
     }
     return;
   }
+  // Admitted and isolated, so what it takes is charged to its own request's cgroup and a
+  // Run, which the channel delivers after it, is what the spare may find waiting.
+  if (std::shared_ptr<const wire::Frame> prefault = prefault_.frame()) {
+    (void)wire::SendFrame(spare->channel.get(), *prefault, {});
+  }
   std::move(lost).Cancel();
   pool_.Offer(std::move(spare));
 }
 
-// Everything a request would otherwise wait for: its own cgroup, its stdio and the
-// learned prefault. An error (to be logged) means the spare cannot serve.
+// Everything a request would otherwise wait for: its own cgroup and its stdio (its own /tmp
+// and the learned prefault follow in HandleForked). An error (to be logged) means the spare
+// cannot serve.
 absl::Status Zygote::PrepareSpare(Spare& spare) {
   auto admit_start = std::chrono::steady_clock::now();
   if (cgroup_) {
@@ -334,7 +344,6 @@ absl::Status Zygote::PrepareSpare(Spare& spare) {
     }
   }
   spare.admit_us = MicrosSince(admit_start);
-  ZYGO_RETURN_IF_ERROR(GiveOwnTmp(spare));
   // The request's stdio, ready before it arrives. Memfds, not pipes: the child never
   // blocks on a full pipe, nobody drains them while it runs, and the pages they fill are
   // charged to the request's own memory cgroup.
@@ -344,11 +353,6 @@ absl::Status Zygote::PrepareSpare(Spare& spare) {
     if (!spare.stdio[i].valid()) {
       return absl::InternalError(absl::StrCat("memfd_create: ", strerror(errno)));
     }
-  }
-  // Admitted, so what it takes is charged to its own request's cgroup; before any Run,
-  // which the channel delivers after it.
-  if (std::shared_ptr<const wire::Frame> prefault = prefault_.frame()) {
-    (void)wire::SendFrame(spare.channel.get(), *prefault, {});
   }
   return absl::OkStatus();
 }

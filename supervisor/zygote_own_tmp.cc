@@ -12,7 +12,7 @@ namespace zygo::supervisor {
 // A fresh tmpfs on the spare's /tmp, in the mount namespace it made itself, then Isolate:
 // the spare stacks its Landlock domain over it. Sized as the request's memory (its pages
 // are charged to the request's cgroup), or as the sandbox's /tmp when that is unlimited.
-// FailedPrecondition: the spare could not be given one.
+// After PrepareSpare's Join, before the Prefault.
 absl::Status Zygote::GiveOwnTmp(Spare& spare) {
   core::NestedTmpTarget target{0, -1, spare.pid, spare.pidfd.get()};
   {
@@ -23,9 +23,7 @@ absl::Status Zygote::GiveOwnTmp(Spare& spare) {
   const core::Spec& spec = config_.sandbox.plan.spec;
   const int64_t memory = config_.request_limits.memory_bytes;
   const core::NestedTmpOptions options{memory > 0 ? memory : spec.tmp_size_bytes, spec.gid};
-  if (absl::Status mounted = core::MountOwnTmp(target, options); !mounted.ok()) {
-    return absl::FailedPreconditionError(mounted.message());
-  }
+  ZYGO_RETURN_IF_ERROR(core::MountOwnTmp(target, options));
   ZYGO_ASSIGN_OR_RETURN(wire::Frame isolate, wire::Encode(wire::IsolateMessage{}));
   return wire::SendFrame(spare.channel.get(), isolate, {});
 }

@@ -4,13 +4,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/capability.h>
 #include <linux/landlock.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <string>
@@ -19,6 +17,7 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "core/base/errno_status.h"
+#include "core/base/sys/capabilities.h"
 #include "core/base/sys/landlock.h"
 #include "core/base/unique_fd.h"
 
@@ -43,14 +42,13 @@ absl::Status EnterOwnNamespaces() {
   }
   // The new user namespace gave a full set, bounding set included; none may reach a
   // request (its execve as root would take the bounding set back).
-  for (int cap = 0; cap <= CAP_LAST_CAP; ++cap) {
-    if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL) {
-      return ErrnoStatus(errno, absl::StrCat("prctl(PR_CAPBSET_DROP, ", cap, ")"));
-    }
+  int cap = 0;
+  if (const int rc = base::sys::RawDropBoundingSet(&cap); rc < 0) {
+    return ErrnoStatus(-rc, absl::StrCat("prctl(PR_CAPBSET_DROP, ", cap, ")"));
   }
-  __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
-  __user_cap_data_struct none[2] = {};
-  if (::syscall(SYS_capset, &header, none) != 0) return ErrnoStatus(errno, "capset(none)");
+  if (const int rc = base::sys::RawClearCapabilities(); rc < 0) {
+    return ErrnoStatus(-rc, "capset(none)");
+  }
   return absl::OkStatus();
 }
 

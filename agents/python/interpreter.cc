@@ -94,24 +94,6 @@ absl::Status Interpreter::PrependSysPath(const std::string& dir) {
   return absl::OkStatus();
 }
 
-absl::Status Interpreter::AddVenvSitePackages(const std::string& venv) {
-  const PythonApi& api = *api_;
-  PyObject* version = api.PySys_GetObject("version_info");  // Borrowed.
-  PyRef major(api, version != nullptr ? api.PyObject_GetAttrString(version, "major") : nullptr);
-  PyRef minor(api, version != nullptr ? api.PyObject_GetAttrString(version, "minor") : nullptr);
-  if (!major || !minor) return StartupError("cannot read sys.version_info");
-  const std::string packages = absl::StrCat(venv, "/lib/python", StrOf(api, major.get()), ".",
-                                            StrOf(api, minor.get()), "/site-packages");
-  if (::access(packages.c_str(), R_OK | X_OK) != 0) return absl::OkStatus();  // none built
-  PyRef site(api, api.PyImport_ImportModule("site"));
-  PyRef add(api, site ? api.PyObject_GetAttrString(site.get(), "addsitedir") : nullptr);
-  PyRef dir(api, api.PyUnicode_FromString(packages.c_str()));
-  PyRef added(
-      api, add && dir ? api.PyObject_CallFunctionObjArgs(add.get(), dir.get(), nullptr) : nullptr);
-  if (!added) return StartupError(absl::StrCat("cannot add ", packages, " to sys.path"));
-  return absl::OkStatus();
-}
-
 absl::StatusOr<PyRef> Interpreter::ImportFunction(const std::string& file,
                                                   const std::string& function) {
   if (!absl::EndsWith(file, ".py") || ::access(file.c_str(), R_OK) != 0) {

@@ -27,10 +27,6 @@ class Interpreter {
 
   // Puts `dir` first on sys.path.
   absl::Status PrependSysPath(const std::string& dir);
-  // The site-packages of the venv at `venv` for this interpreter's version, when it has
-  // one, through site.addsitedir (so its .pth files apply, as in the venv's own python):
-  // an embedded interpreter has no venv executable for site to find it by.
-  absl::Status AddVenvSitePackages(const std::string& venv);
 
   // Imports FILE as a module named after it (its directory first on sys.path) and returns
   // FILE's callable `function`. Errors carry one summary line, then the traceback.

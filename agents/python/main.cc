@@ -98,10 +98,6 @@ absl::Status Serve(const Flags& flags) {
   if (!interpreter.ok()) return interpreter.status();
   if (absl::Status status = interpreter->PrependSysPath(flags.code_dir); !status.ok())
     return status;
-  // A function's requirements, built into a venv the supervisor mounts (VIRTUAL_ENV).
-  if (const char* venv = ::getenv("VIRTUAL_ENV"); venv != nullptr && *venv != '\0') {
-    if (absl::Status status = interpreter->AddVenvSitePackages(venv); !status.ok()) return status;
-  }
   if (absl::Status status = interpreter->ImportModules(flags.preload); !status.ok()) return status;
   PyRef function;
   if (!flags.pool) {
