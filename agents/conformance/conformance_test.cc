@@ -100,7 +100,7 @@ class ConformanceTest : public ::testing::TestWithParam<AgentKind> {
     ASSERT_TRUE(hello.ok()) << hello.status();
     EXPECT_EQ(hello->agent_kind, GetParam().name);
     EXPECT_EQ(hello->protocol_version, wire::kProtocolVersion);
-    EXPECT_EQ(wire::kProtocolVersion, 7u);
+    EXPECT_EQ(wire::kProtocolVersion, 8u);
     EXPECT_EQ(hello->pid, agent_->pid());  // Same pid namespace in this suite.
     EXPECT_EQ(frame->sender_pid, agent_->pid());
   }

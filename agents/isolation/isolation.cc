@@ -42,6 +42,10 @@ absl::Status EnterOwnNamespaces() {
   }
   // The new user namespace gave a full set, bounding set included; none may reach a
   // request (its execve as root would take the bounding set back).
+  return DropAllCapabilities();
+}
+
+absl::Status DropAllCapabilities() {
   int cap = 0;
   if (const int rc = base::sys::RawDropBoundingSet(&cap); rc < 0) {
     return ErrnoStatus(-rc, absl::StrCat("prctl(PR_CAPBSET_DROP, ", cap, ")"));

@@ -29,6 +29,10 @@ inline constexpr char kRequestTmp[] = "/tmp";
 // (the supervisor mounts once it has the spare's Forked).
 absl::Status EnterOwnNamespaces();
 
+// Empties the bounding set, then the effective, permitted and inheritable sets: nothing the
+// caller runs afterwards holds a capability, not even by exec'ing as root. Child side.
+absl::Status DropAllCapabilities();
+
 // The kernel's Landlock ABI version, 0 when Landlock is missing or disabled.
 int LandlockAbi();
 

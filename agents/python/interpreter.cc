@@ -214,6 +214,23 @@ void Interpreter::FlushStdio() {
   }
 }
 
+absl::Status Interpreter::ReplaceEnvironment(const std::vector<std::string>& env) {
+  const PythonApi& api = *api_;
+  PyRef clear(api, api.PyObject_GetAttrString(os_environ_.get(), "clear"));
+  PyRef cleared(api, clear ? api.PyObject_CallObject(clear.get(), nullptr) : nullptr);
+  if (!cleared) return StartupError("os.environ.clear() failed");
+  for (const std::string& entry : env) {
+    const size_t equals = entry.find('=');
+    if (equals == std::string::npos) continue;  // The wire refuses such entries.
+    PyRef key(api, api.PyUnicode_FromString(entry.substr(0, equals).c_str()));
+    PyRef value(api, api.PyUnicode_FromString(entry.c_str() + equals + 1));
+    if (!key || !value || api.PyObject_SetItem(os_environ_.get(), key.get(), value.get()) != 0) {
+      return StartupError(absl::StrCat("os.environ[", entry.substr(0, equals), "] failed"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Interpreter::PointTempDirAt(const std::string& dir) {
   const PythonApi& api = *api_;
   PyRef key(api, api.PyUnicode_FromString("TMPDIR"));

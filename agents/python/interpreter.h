@@ -61,6 +61,11 @@ class Interpreter {
   // them, and the flush calls were a dozen copy-on-write faults on a request's path.
   void FlushStdio();
 
+  // os.environ becomes exactly `env` ("KEY=VALUE" each), and so does the C environment
+  // (os.environ puts and unsets through). A function zygote forked by a runtime zygote
+  // takes its function's environment this way. Zygote only.
+  absl::Status ReplaceEnvironment(const std::vector<std::string>& env);
+
   // Sets TMPDIR in os.environ, which putenv()s it into the C environment too, and resets
   // tempfile's cached tempdir if tempfile is imported. Child side.
   absl::Status PointTempDirAt(const std::string& dir);

@@ -8,7 +8,7 @@
 namespace zygo::wire {
 bool IsKnownMessageType(uint16_t raw) {
   return raw >= static_cast<uint16_t>(MessageType::kHello) &&
-         raw <= static_cast<uint16_t>(MessageType::kIsolate);
+         raw <= static_cast<uint16_t>(MessageType::kSeal);
 }
 
 const char* MessageTypeName(MessageType type) {
@@ -43,6 +43,8 @@ const char* MessageTypeName(MessageType type) {
       return "Joined";
     case MessageType::kIsolate:
       return "Isolate";
+    case MessageType::kSeal:
+      return "Seal";
   }
   return "Unknown";
 }

@@ -16,7 +16,7 @@ namespace zygo::wire {
 
 // The bytes "ZYGO" as they appear on the wire, read as a little-endian u32.
 inline constexpr uint32_t kMagic = 0x4F47595A;
-inline constexpr uint16_t kProtocolVersion = 7;
+inline constexpr uint16_t kProtocolVersion = 8;
 inline constexpr size_t kHeaderSize = 24;
 // One frame is one SOCK_SEQPACKET datagram; the default unix socket buffer (wmem_default,
 // 212992 bytes) holds it whole, so 128 KiB of payload never needs a sysctl.
@@ -47,6 +47,7 @@ enum class MessageType : uint16_t {
   kJoin = 13,      // supervisor -> child, before Prefault: its request cgroup's files; fds.
   kJoined = 14,    // child -> supervisor: it wrote itself into every file of the Join.
   kIsolate = 15,   // supervisor -> child, before Run: its own /tmp is mounted; isolate.
+  kSeal = 16,      // supervisor -> a forked function zygote: its namespaces are ready; the function.
 };
 
 // Returns true for the values listed in MessageType.

@@ -38,9 +38,10 @@ TEST(FrameTest, RefusesBadMagicVersionTypeFlagsAndLength) {
   EXPECT_EQ(mutated(0, 'z').code(), absl::StatusCode::kInvalidArgument);   // magic
   EXPECT_EQ(mutated(4, 4).code(), absl::StatusCode::kFailedPrecondition);  // a v4 peer
   EXPECT_EQ(mutated(4, 6).code(), absl::StatusCode::kFailedPrecondition);  // a v6 peer
-  EXPECT_EQ(mutated(4, 8).code(), absl::StatusCode::kFailedPrecondition);  // version 8
+  EXPECT_EQ(mutated(4, 7).code(), absl::StatusCode::kFailedPrecondition);  // a v7 peer
+  EXPECT_EQ(mutated(4, 9).code(), absl::StatusCode::kFailedPrecondition);  // version 9
   EXPECT_EQ(mutated(6, 0).code(), absl::StatusCode::kInvalidArgument);     // type 0
-  EXPECT_EQ(mutated(6, 16).code(), absl::StatusCode::kInvalidArgument);    // type 16
+  EXPECT_EQ(mutated(6, 17).code(), absl::StatusCode::kInvalidArgument);    // type 17
   EXPECT_EQ(mutated(6, 99).code(), absl::StatusCode::kInvalidArgument);    // type 99
   EXPECT_EQ(mutated(9, 1).code(), absl::StatusCode::kInvalidArgument);     // reserved flag
   EXPECT_EQ(mutated(8, kMaxFdsPerFrame + 1).code(), absl::StatusCode::kInvalidArgument);
