@@ -32,22 +32,6 @@ constexpr const char* kHostEtc[] = {
     "/etc/alternatives", "/etc/ssl",        "/etc/ca-certificates", "/etc/mime.types",
 };
 
-// The OCI runtime spec's default masked /proc paths, then every file directly under /proc
-// that only root may read: a sandbox's root is the host's root when zygo runs as root,
-// and these show the host's physical memory layout, kernel allocations and log, or
-// (program_cpu, on some vendor kernels) every program the host ran. Named rather than
-// found by listing /proc, which cost 0.15 ms of each run (a stat of every entry);
-// security_tests/host_resource_escape_test lists /proc and fails on a root-only file of
-// the running kernel that is not here. Then the read-only paths.
-constexpr const char* kMaskedProcPaths[] = {
-    "/proc/acpi",          "/proc/asound",       "/proc/kcore",       "/proc/keys",
-    "/proc/latency_stats", "/proc/timer_list",   "/proc/timer_stats", "/proc/sched_debug",
-    "/proc/scsi",          "/proc/kmsg",         "/proc/kpagecgroup", "/proc/kpagecount",
-    "/proc/kpageflags",    "/proc/pagetypeinfo", "/proc/slabinfo",    "/proc/vmallocinfo",
-    "/proc/program_cpu",
-};
-constexpr const char* kReadOnlyProcPaths[] = {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys",
-                                              "/proc/sysrq-trigger"};
 constexpr const char* kDevices[] = {"null", "zero", "full", "random", "urandom", "tty"};
 
 std::string Staged(absl::string_view sandbox_path) { return absl::StrCat(kNewRoot, sandbox_path); }

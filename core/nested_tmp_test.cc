@@ -80,7 +80,7 @@ class Child {
     struct stat st;
     if (stat("/tmp", &st) != 0 || (st.st_mode & 07777) != 01777) return 21;
     if (std::ifstream("/tmp/zygo-nested-tmp-test").good()) return 22;  // not empty
-    if (!(std::ofstream("/tmp/x") << "mine")) return 23;
+    if (!(std::ofstream("/tmp/zygo-nested-tmp-test-child") << "mine")) return 23;
     if (getuid() != 0 || getgid() != getegid()) return 24;          // mapped one to one
     if (unshare(CLONE_NEWUSER) == 0 || errno != ENOSPC) return 25;  // max_user_namespaces 0
     return 0;
@@ -119,7 +119,8 @@ TEST_F(NestedTmpTest, AChildInItsOwnNamespacesGetsAnEmptyWritableTmpfs) {
       MountOwnTmp(child.Target(self_), {1 << 20, static_cast<uint32_t>(getegid())});
   ASSERT_TRUE(mounted.ok()) << mounted;
   EXPECT_EQ(child.Finish(), 0) << "failed check (see CheckOwnTmp)";
-  EXPECT_FALSE(std::ifstream("/tmp/x").good()) << "the child's file reached the host";
+  EXPECT_FALSE(std::ifstream("/tmp/zygo-nested-tmp-test-child").good())
+      << "the child's file reached the host";
 }
 
 TEST_F(NestedTmpTest, AChildThatDidNotUnshareIsRefused) {

@@ -1,5 +1,5 @@
 // Mount syscalls the glibc headers do not wrap (pivot_root, mount_setattr, open_tree,
-// move_mount).
+// move_mount, fsopen/fsconfig/fsmount).
 // Async-signal-safe; each returns 0 or -errno.
 #ifndef ZYGO_CORE_BASE_SYS_MOUNT_API_H_
 #define ZYGO_CORE_BASE_SYS_MOUNT_API_H_
@@ -50,10 +50,13 @@ inline int RawOpenTreeClone(int fd, bool recursive) {
   return rc < 0 ? -errno : rc;
 }
 
-// mount_setattr on a detached tree's fd: sets `set` on it (recursively when `recursive`).
-inline int RawMountSetattrFd(int tree, bool recursive, unsigned long long set) {
+// mount_setattr on a detached tree's fd: sets `set` on it (recursively when `recursive`),
+// and its propagation to `propagation` (MS_PRIVATE, ...; 0 leaves it as it is).
+inline int RawMountSetattrFd(int tree, bool recursive, unsigned long long set,
+                             unsigned long long propagation = 0) {
   struct mount_attr attr = {};
   attr.attr_set = set;
+  attr.propagation = propagation;
   unsigned flags = AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0);
   int rc = static_cast<int>(::syscall(SYS_mount_setattr, tree, "", flags, &attr, sizeof(attr)));
   return rc < 0 ? -errno : 0;
@@ -66,6 +69,41 @@ inline int RawMoveMount(int tree, const char* target) {
   int rc = static_cast<int>(
       ::syscall(SYS_move_mount, tree, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH));
   return rc < 0 ? -errno : 0;
+}
+
+// move_mount(tree, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH):
+// attaches a detached tree on the file `target` (an O_PATH fd) was opened on.
+inline int RawMoveMountOnto(int tree, int target) {
+  int rc = static_cast<int>(::syscall(SYS_move_mount, tree, "", target, "",
+                                      MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH));
+  return rc < 0 ? -errno : 0;
+}
+
+// fsopen(fs_type, FSOPEN_CLOEXEC): a filesystem context, configured with the calls below.
+// Returns its fd or -errno.
+inline int RawFsopen(const char* fs_type) {
+  int rc = static_cast<int>(::syscall(SYS_fsopen, fs_type, FSOPEN_CLOEXEC));
+  return rc < 0 ? -errno : rc;
+}
+
+// fsconfig(context, FSCONFIG_SET_STRING, key, value).
+inline int RawFsconfigString(int context, const char* key, const char* value) {
+  int rc = static_cast<int>(::syscall(SYS_fsconfig, context, FSCONFIG_SET_STRING, key, value, 0));
+  return rc < 0 ? -errno : 0;
+}
+
+// fsconfig(context, FSCONFIG_CMD_CREATE): makes the superblock.
+inline int RawFsconfigCreate(int context) {
+  int rc =
+      static_cast<int>(::syscall(SYS_fsconfig, context, FSCONFIG_CMD_CREATE, nullptr, nullptr, 0));
+  return rc < 0 ? -errno : 0;
+}
+
+// fsmount(context, FSMOUNT_CLOEXEC, attrs): a detached mount of the created superblock,
+// with MOUNT_ATTR_* `attrs`. Returns its fd or -errno.
+inline int RawFsmount(int context, unsigned attrs) {
+  int rc = static_cast<int>(::syscall(SYS_fsmount, context, FSMOUNT_CLOEXEC, attrs));
+  return rc < 0 ? -errno : rc;
 }
 
 }  // namespace zygo::base::sys
