@@ -38,6 +38,9 @@ absl::Status CheckSpec(const Spec& spec) {
     return absl::InvalidArgumentError("memory limit must be at least 4m");
   }
   if (spec.pids_limit < 1) return absl::InvalidArgumentError("pids limit must be at least 1");
+  if (spec.nested_namespaces < 0 || spec.function_zygotes < 0) {
+    return absl::InvalidArgumentError("nested namespaces and function zygotes cannot be negative");
+  }
   if (spec.cpus < 0.01) return absl::InvalidArgumentError("--cpus must be at least 0.01");
   for (const std::string& entry : spec.env) {
     size_t eq = entry.find('=');
@@ -114,11 +117,16 @@ absl::StatusOr<Plan> BuildPlan(const Spec& spec) {
   if (spec.loosening.host_net() && spec.net == NetMode::kNone) plan.spec.net = NetMode::kHost;
   ZYGO_ASSIGN_OR_RETURN(plan.mounts, BuildMountPlan(plan.spec));
   plan.identity = BuildIdentityPlan(spec.uid, spec.gid);
+  const bool runtime_zygote = spec.function_zygotes > 0;
+  // A function zygote's /tmp, /dev/shm and /code are mounts made later, as a spare's /tmp.
   plan.landlock = BuildLandlockPlan(ProbeHostFeatures().landlock_abi, plan.mounts.writable_paths,
-                                    spec.nested_namespaces > 0);
-  plan.seccomp = CompiledSeccompPrograms();
+                                    spec.nested_namespaces > 0 || runtime_zygote);
+  plan.seccomp = CompiledSeccompPrograms(runtime_zygote ? SeccompProfile::kRuntimeZygote
+                                                        : SeccompProfile::kSandbox);
   plan.rlimits = DefaultRlimits();
-  plan.userns_limits = DefaultUsernsLimits(spec.nested_namespaces);
+  plan.userns_limits = runtime_zygote
+                           ? RuntimeUsernsLimits(spec.function_zygotes, spec.nested_namespaces)
+                           : DefaultUsernsLimits(spec.nested_namespaces);
   plan.cgroup_limits = {spec.memory_bytes, spec.pids_limit, spec.cpus};
   plan.env = BuildEnvironment(spec);
   plan.exec_candidates = ExecCandidates(spec.argv[0], plan.env);

@@ -11,6 +11,7 @@
 #include <functional>
 
 #include "core/loosening.h"
+#include "core/seccomp_compiled.h"
 #include "gtest/gtest.h"
 
 namespace zygo::core {
@@ -94,6 +95,7 @@ TEST(BuildPlan, RejectsBadSpecsBeforeAnythingRuns) {
             },
             "read-only host"},
            {[](Spec& s) { s.memory_bytes = 1024; }, "at least 4m"},
+           {[](Spec& s) { s.function_zygotes = -1; }, "cannot be negative"},
        }) {
     Spec spec = HostSpec();
     c.change(spec);
@@ -214,6 +216,34 @@ TEST(BuildPlan, NetworkModesAreCheckedAndOnlyAllowFlagsLoosen) {
   auto none = BuildPlan(HostSpec());
   ASSERT_TRUE(none.ok());
   for (const MountOp& op : none->mounts.ops) EXPECT_NE(op.sandbox_path, "/etc/resolv.conf");
+}
+
+std::string LimitOf(const Plan& plan, const std::string& name) {
+  for (const UsernsLimit& limit : plan.userns_limits) {
+    if (limit.path == "/proc/sys/user/" + name) return limit.value;
+  }
+  return "";
+}
+
+// A runtime zygote gets the runtime's programs and limits for all its function zygotes;
+// every other sandbox keeps the programs and limits it had.
+TEST(BuildPlan, ARuntimeZygoteGetsItsOwnSeccompProfileAndLimits) {
+  Spec warm = HostSpec();
+  warm.nested_namespaces = 10;
+  Spec runtime = warm;
+  runtime.function_zygotes = 4;
+  auto warm_plan = BuildPlan(warm);
+  auto runtime_plan = BuildPlan(runtime);
+  ASSERT_TRUE(warm_plan.ok() && runtime_plan.ok());
+  EXPECT_EQ(warm_plan->seccomp.allowlist.size(), CompiledSeccompPrograms().allowlist.size());
+  EXPECT_EQ(runtime_plan->seccomp.allowlist.size(),
+            CompiledSeccompPrograms(SeccompProfile::kRuntimeZygote).allowlist.size());
+  EXPECT_NE(runtime_plan->seccomp.allowlist.size(), warm_plan->seccomp.allowlist.size());
+  EXPECT_EQ(LimitOf(*warm_plan, "max_user_namespaces"), "10");
+  EXPECT_EQ(LimitOf(*warm_plan, "max_inotify_instances"), "16");
+  EXPECT_EQ(LimitOf(*runtime_plan, "max_user_namespaces"), "48");    // 4 x (1 + 10 + 1)
+  EXPECT_EQ(LimitOf(*runtime_plan, "max_inotify_instances"), "80");  // 16 x (1 + 4)
+  EXPECT_EQ(LimitOf(*runtime_plan, "max_inotify_watches"), "40960");
 }
 
 }  // namespace

@@ -20,6 +20,8 @@ namespace {
 constexpr uint64_t kNamespaceCloneFlags = CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS |
                                           CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID |
                                           CLONE_NEWNET | CLONE_NEWTIME;
+constexpr uint64_t kFunctionZygoteNamespaces =
+    CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS;
 // The kernel reads these arguments as 32-bit ints (or a umode_t): compare the low 32 bits
 // only, so a caller cannot slip past with the upper bits set.
 constexpr uint64_t kLow32 = 0xffffffffULL;
@@ -85,7 +87,7 @@ absl::Status AllowSocketFamilies(scmp_filter_ctx ctx, int* allowed) {
 
 }  // namespace
 
-absl::Status AddArgumentCheckedRules(scmp_filter_ctx ctx, int* allowed) {
+absl::Status AddArgumentCheckedRules(scmp_filter_ctx ctx, SeccompProfile profile, int* allowed) {
   ZYGO_RETURN_IF_ERROR(Check(seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
                                               SCMP_A0(SCMP_CMP_MASKED_EQ, kNamespaceCloneFlags, 0)),
                              "clone"));
@@ -98,6 +100,16 @@ absl::Status AddArgumentCheckedRules(scmp_filter_ctx ctx, int* allowed) {
                              SCMP_A0(SCMP_CMP_MASKED_EQ, kLow32, CLONE_NEWUSER | CLONE_NEWNS)),
             "unshare"));
   ++*allowed;
+  if (profile == SeccompProfile::kRuntimeZygote) {
+    // A function zygote's own namespaces (core/forked_zygote.h), made by the runtime's
+    // forked child, and its cgroup namespace once it is in its cgroup. Bounded by the
+    // runtime's max_user_namespaces (RuntimeUsernsLimits).
+    for (uint64_t flags : {kFunctionZygoteNamespaces, static_cast<uint64_t>(CLONE_NEWCGROUP)}) {
+      ZYGO_RETURN_IF_ERROR(Check(seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(unshare), 1,
+                                                  SCMP_A0(SCMP_CMP_MASKED_EQ, kLow32, flags)),
+                                 "unshare(a function zygote's namespaces)"));
+    }
+  }
   for (int nr : {SCMP_SYS(clone3), SCMP_SYS(io_setup), SCMP_SYS(io_destroy), SCMP_SYS(io_submit),
                  SCMP_SYS(io_cancel), SCMP_SYS(io_getevents), SCMP_SYS(io_pgetevents)}) {
     ZYGO_RETURN_IF_ERROR(Check(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0), "ENOSYS"));

@@ -8,6 +8,7 @@
 #include <seccomp.h>
 
 #include "absl/status/status.h"
+#include "core/seccomp_policy.h"
 
 namespace zygo::core {
 
@@ -15,6 +16,10 @@ namespace zygo::core {
 // syscalls they allow (in part) into `allowed`. Opens exactly:
 //   clone without namespace flags; clone3 -> ENOSYS (its flags are in memory a filter
 //     cannot read; libc falls back to clone);
+//   unshare(CLONE_NEWUSER | CLONE_NEWNS) (a warm spare's own /tmp), and for
+//     SeccompProfile::kRuntimeZygote also unshare(CLONE_NEWUSER | CLONE_NEWNS |
+//     CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) and
+//     unshare(CLONE_NEWCGROUP) (a function zygote's own namespaces);
 //   chmod, fchmod, fchmodat, fchmodat2 without S_ISUID or S_ISGID in the mode: no setuid
 //     or setgid file is made through a volume, where the sandbox's root may be the host's;
 //   mknod, mknodat of regular files, FIFOs and sockets, never devices;
@@ -23,7 +28,7 @@ namespace zygo::core {
 //     port space), AF_PACKET, AF_ALG, AF_XDP, Bluetooth or other kernel surfaces;
 //   the native AIO calls -> ENOSYS, as on a kernel built without AIO: their event budget
 //     (fs.aio-max-nr) is one for the whole host, and a sandbox could take all of it.
-absl::Status AddArgumentCheckedRules(scmp_filter_ctx ctx, int* allowed);
+absl::Status AddArgumentCheckedRules(scmp_filter_ctx ctx, SeccompProfile profile, int* allowed);
 
 }  // namespace zygo::core
 

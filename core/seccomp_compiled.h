@@ -1,6 +1,6 @@
 // The seccomp programs, compiled to BPF at build time. libseccomp takes over a
 // millisecond to build the allowlist; the programs never change for a given
-// architecture and libseccomp, so Bazel runs BuildSeccompPrograms() once
+// architecture and libseccomp, so Bazel runs BuildSeccompPrograms() once per profile
 // (core/tools/seccomp_compile.cc) and every sandbox reuses the result.
 #ifndef ZYGO_CORE_SECCOMP_COMPILED_H_
 #define ZYGO_CORE_SECCOMP_COMPILED_H_
@@ -9,8 +9,8 @@
 
 namespace zygo::core {
 
-// The same programs BuildSeccompPrograms() returns, without running libseccomp.
-SeccompPrograms CompiledSeccompPrograms();
+// The same programs BuildSeccompPrograms(profile) returns, without running libseccomp.
+SeccompPrograms CompiledSeccompPrograms(SeccompProfile profile = SeccompProfile::kSandbox);
 
 }  // namespace zygo::core
 

@@ -15,16 +15,21 @@ bool SameProgram(const std::vector<struct sock_filter>& a,
 
 // The build-time programs are exactly what libseccomp builds from the policy now.
 TEST(CompiledSeccompPrograms, MatchTheLibseccompBuild) {
-  absl::StatusOr<SeccompPrograms> built = BuildSeccompPrograms();
-  ASSERT_TRUE(built.ok()) << built.status();
-  SeccompPrograms compiled = CompiledSeccompPrograms();
-  EXPECT_TRUE(SameProgram(compiled.allowlist, built->allowlist));
-  EXPECT_TRUE(SameProgram(compiled.allowlist_without_listener, built->allowlist_without_listener));
-  EXPECT_TRUE(SameProgram(compiled.explaining_allowlist, built->explaining_allowlist));
-  EXPECT_TRUE(SameProgram(compiled.argument_denials, built->argument_denials));
-  EXPECT_EQ(compiled.allowed_syscalls, built->allowed_syscalls);
-  EXPECT_EQ(compiled.denied_examples, built->denied_examples);
-  EXPECT_GT(compiled.allowlist.size(), 100u);
+  for (SeccompProfile profile : {SeccompProfile::kSandbox, SeccompProfile::kRuntimeZygote}) {
+    absl::StatusOr<SeccompPrograms> built = BuildSeccompPrograms(profile);
+    ASSERT_TRUE(built.ok()) << built.status();
+    SeccompPrograms compiled = CompiledSeccompPrograms(profile);
+    EXPECT_TRUE(SameProgram(compiled.allowlist, built->allowlist));
+    EXPECT_TRUE(
+        SameProgram(compiled.allowlist_without_listener, built->allowlist_without_listener));
+    EXPECT_TRUE(SameProgram(compiled.explaining_allowlist, built->explaining_allowlist));
+    EXPECT_TRUE(SameProgram(compiled.argument_denials, built->argument_denials));
+    EXPECT_EQ(compiled.allowed_syscalls, built->allowed_syscalls);
+    EXPECT_EQ(compiled.denied_examples, built->denied_examples);
+    EXPECT_GT(compiled.allowlist.size(), 100u);
+  }
+  EXPECT_FALSE(SameProgram(CompiledSeccompPrograms(SeccompProfile::kRuntimeZygote).allowlist,
+                           CompiledSeccompPrograms().allowlist));
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include <memory>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/base/errno_status.h"
 #include "core/base/status_macros.h"
@@ -97,6 +98,10 @@ constexpr const char* kDeniedExamples[] = {
     "move_mount",
 };
 
+// kRuntimeZygote's programs name this in place of the unshare entry above.
+constexpr char kRuntimeUnshareExample[] =
+    "unshare (all but USER|NS, USER|NS|PID|NET|IPC|UTS, CGROUP)";
+
 struct ContextDeleter {
   void operator()(scmp_filter_ctx ctx) const { seccomp_release(ctx); }
 };
@@ -124,7 +129,8 @@ absl::StatusOr<std::vector<struct sock_filter>> Export(scmp_filter_ctx ctx) {
 
 // `refused` answers what the list does not name; `foreign_abi` a call from i386 or x32,
 // whose numbers mean other syscalls: only the native ABI is in the filter.
-absl::StatusOr<std::vector<struct sock_filter>> BuildAllowlist(uint32_t refused,
+absl::StatusOr<std::vector<struct sock_filter>> BuildAllowlist(SeccompProfile profile,
+                                                               uint32_t refused,
                                                                uint32_t foreign_abi, int* allowed) {
   Context ctx(seccomp_init(refused));
   if (!ctx) return absl::InternalError("seccomp_init failed");
@@ -141,7 +147,7 @@ absl::StatusOr<std::vector<struct sock_filter>> BuildAllowlist(uint32_t refused,
     ZYGO_RETURN_IF_ERROR(Check(seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, nr, 0), name));
     ++*allowed;
   }
-  ZYGO_RETURN_IF_ERROR(AddArgumentCheckedRules(ctx.get(), allowed));
+  ZYGO_RETURN_IF_ERROR(AddArgumentCheckedRules(ctx.get(), profile, allowed));
   return Export(ctx.get());
 }
 
@@ -166,19 +172,45 @@ absl::StatusOr<std::vector<struct sock_filter>> BuildArgumentDenials() {
 
 }  // namespace
 
-absl::StatusOr<SeccompPrograms> BuildSeccompPrograms() {
+absl::StatusOr<SeccompPrograms> BuildSeccompPrograms(SeccompProfile profile) {
   SeccompPrograms programs;
   int allowed = 0;
   ZYGO_ASSIGN_OR_RETURN(programs.allowlist,
-                        BuildAllowlist(SCMP_ACT_ERRNO(EPERM), SCMP_ACT_NOTIFY, &allowed));
-  ZYGO_ASSIGN_OR_RETURN(programs.allowlist_without_listener,
-                        BuildAllowlist(SCMP_ACT_ERRNO(EPERM), SCMP_ACT_KILL_PROCESS, &allowed));
+                        BuildAllowlist(profile, SCMP_ACT_ERRNO(EPERM), SCMP_ACT_NOTIFY, &allowed));
+  ZYGO_ASSIGN_OR_RETURN(
+      programs.allowlist_without_listener,
+      BuildAllowlist(profile, SCMP_ACT_ERRNO(EPERM), SCMP_ACT_KILL_PROCESS, &allowed));
   ZYGO_ASSIGN_OR_RETURN(programs.explaining_allowlist,
-                        BuildAllowlist(SCMP_ACT_NOTIFY, SCMP_ACT_NOTIFY, &allowed));
+                        BuildAllowlist(profile, SCMP_ACT_NOTIFY, SCMP_ACT_NOTIFY, &allowed));
   programs.allowed_syscalls = allowed;
   ZYGO_ASSIGN_OR_RETURN(programs.argument_denials, BuildArgumentDenials());
   programs.denied_examples.assign(std::begin(kDeniedExamples), std::end(kDeniedExamples));
+  if (profile == SeccompProfile::kRuntimeZygote) {
+    for (std::string& example : programs.denied_examples) {
+      if (absl::StartsWith(example, "unshare ")) example = kRuntimeUnshareExample;
+    }
+  }
   return programs;
+}
+
+absl::StatusOr<std::vector<struct sock_filter>> BuildFunctionZygoteSealFilter() {
+  Context ctx(seccomp_init(SCMP_ACT_ALLOW));
+  if (!ctx) return absl::InternalError("seccomp_init failed");
+  // Foreign ABIs are the runtime allowlist's to answer (as for the argument denials):
+  // libseccomp also sends x32 numbers of a native-only filter to the bad-arch action.
+  ZYGO_RETURN_IF_ERROR(Check(seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ALLOW),
+                             "set bad-arch action"));
+  // The whole argument: stricter than the allowlist's low 32 bits, which is fine here.
+  ZYGO_RETURN_IF_ERROR(Check(
+      seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1,
+                       SCMP_A0(SCMP_CMP_NE, static_cast<uint64_t>(CLONE_NEWUSER | CLONE_NEWNS))),
+      "unshare"));
+  return Export(ctx.get());
+}
+
+std::string SeccompProgramBytes(const std::vector<struct sock_filter>& program) {
+  return std::string(reinterpret_cast<const char*>(program.data()),
+                     program.size() * sizeof(struct sock_filter));
 }
 
 std::string SyscallName(uint32_t arch, int nr) {

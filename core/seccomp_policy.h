@@ -34,8 +34,37 @@ struct SeccompPrograms {
   std::vector<std::string> denied_examples;
 };
 
+// Which sandbox the programs are for.
+enum class SeccompProfile {
+  kSandbox,  // zygo run's, and a warm function's zygote's
+  // A runtime zygote's (Spec::function_zygotes > 0), whose agent forks function zygotes
+  // (core/forked_zygote.h). Its allowlist also lets through exactly
+  // unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
+  // CLONE_NEWUTS) and unshare(CLONE_NEWCGROUP) (the flags' low 32 bits compared equal, as
+  // for a spare's pair: the kernel refuses any upper bit with EINVAL); nothing else differs. Each
+  // function zygote stacks BuildFunctionZygoteSealFilter() on it before its tenant's code runs.
+  kRuntimeZygote,
+};
+
 // Parent side. Fails only if libseccomp does.
-absl::StatusOr<SeccompPrograms> BuildSeccompPrograms();
+absl::StatusOr<SeccompPrograms> BuildSeccompPrograms(
+    SeccompProfile profile = SeccompProfile::kSandbox);
+
+// The filter a function zygote stacks on itself (over the runtime zygote's allowlist)
+// before any tenant code runs, so that what the two allow together is exactly kSandbox's
+// allowlist again: unshare is refused with EPERM unless its whole 64-bit argument is
+// CLONE_NEWUSER | CLONE_NEWNS (a warm spare's own /tmp); everything else is allowed here
+// and left to the filter below. A foreign ABI's call (i386, x32) is allowed here too, so
+// that the runtime's allowlist, whose listener is zygo-init, still answers it.
+// Parent side. Fails only if libseccomp does.
+absl::StatusOr<std::vector<struct sock_filter>> BuildFunctionZygoteSealFilter();
+
+// A program as the bytes of its sock_filter array, for a process that cannot link
+// libseccomp (the Python agent): it installs them as a struct sock_fprog of
+// size / sizeof(struct sock_filter) instructions, with seccomp(SECCOMP_SET_MODE_FILTER)
+// (core/base/sys/seccomp.h RawSeccompSetFilter; TSYNC is not needed in a single thread),
+// after PR_SET_NO_NEW_PRIVS or with CAP_SYS_ADMIN. Native byte order.
+std::string SeccompProgramBytes(const std::vector<struct sock_filter>& program);
 
 // The name of syscall `nr` of the ABI `arch` (an AUDIT_ARCH_* value), or "syscall N".
 std::string SyscallName(uint32_t arch, int nr);

@@ -105,6 +105,13 @@ struct Spec {
   // (core/nested_tmp.h). Writes inside stay refused: Landlock's rule on "/" then covers
   // every mount a spare is given, but the read-only mounts still hold (docs/security-model.md).
   int nested_namespaces = 0;
+  // A runtime zygote (issue 19): how many function zygotes its agent may hold at once,
+  // each forked into namespaces of its own and sealed by core/forked_zygote.h, each with
+  // `nested_namespaces` for its own spares. 0 for every other sandbox. Non-zero lets
+  // unshare of a function zygote's namespaces through seccomp (SeccompProfile::
+  // kRuntimeZygote), sizes the sandbox's user namespace limits for all of them
+  // (RuntimeUsernsLimits), and gives "/" the Landlock rule nested mounts need.
+  int function_zygotes = 0;
 
   Loosening loosening;
   // Every call the seccomp allowlist refuses is still refused (EPERM), and also counted

@@ -22,6 +22,16 @@ struct UsernsLimit {
 // `nested_namespaces` user namespaces of its own (Spec::nested_namespaces).
 std::vector<UsernsLimit> DefaultUsernsLimits(int nested_namespaces);
 
+// Parent side: the limits of a runtime zygote's user namespace (Spec::function_zygotes),
+// within which each of its up to `function_zygotes` function zygotes gets a user namespace
+// of its own with DefaultUsernsLimits(nested_namespaces) (core/forked_zygote.h). The
+// kernel charges a namespace's inotify instances, watches and user namespaces to every
+// ancestor too, so the runtime's are the sum: DefaultUsernsLimits' inotify values once for
+// the runtime's agent and once per function zygote, and per function zygote its own user
+// namespace, its `nested_namespaces`, and one more for a dead one's being freed while its
+// successor is made.
+std::vector<UsernsLimit> RuntimeUsernsLimits(int function_zygotes, int nested_namespaces);
+
 // Child side, in the new user namespace while it still has CAP_SYS_RESOURCE there, and
 // before the root changes (the host's /proc is the one still mounted). The files under
 // /proc/sys/user are per user namespace (kernel/ucount.c): a write sets the writer's own
