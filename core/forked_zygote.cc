@@ -52,7 +52,7 @@ struct SealArgs {
   ino_t code_ino = 0;
   internal::TmpfsSize tmp_size;
   internal::TmpfsSize shm_size;
-  char gid_map[48] = {};
+  uint32_t gid = 0;
   const char* limit_names[kMaxLimits] = {};
   const char* limit_values[kMaxLimits] = {};
   size_t limits = 0;
@@ -253,14 +253,7 @@ int SealZygote(void* raw) {
       (args->shm_tree = internal::MakeTmpfs(failure, args->shm_size)) < 0) {
     return 1;
   }
-  char uid_map[48];
-  internal::FormatIdentityMap(owner, uid_map, sizeof(uid_map));
-  if (!internal::WriteFileAt(args->zygote_proc, "uid_map", uid_map)) {
-    return Fail(failure, "write(Z's uid_map)", errno);
-  }
-  if (!internal::WriteFileAt(args->zygote_proc, "gid_map", args->gid_map)) {
-    return Fail(failure, "write(Z's gid_map)", errno);
-  }
+  if (internal::WriteIdentityMaps(failure, args->zygote_proc, owner, args->gid) != 0) return 1;
   // For the child only: the helper itself stays where it is.
   if ((rc = sys::RawSetns(args->zygote_pid, CLONE_NEWPID)) < 0) {
     return Fail(failure, "setns(Z's pid namespace)", -rc);
@@ -409,7 +402,7 @@ absl::Status SealForkedZygote(const ForkedZygoteTarget& target,
   args.code_ino = static_cast<ino_t>(options.code_ino);
   args.tmp_size = internal::TmpfsSizeFor(options.tmp_bytes);
   args.shm_size = internal::TmpfsSizeFor(options.shm_bytes);
-  internal::FormatIdentityMap(options.gid, args.gid_map, sizeof(args.gid_map));
+  args.gid = options.gid;
   args.mounter_stack = mounter_stack.top();
   absl::Status sealed = internal::RunHelper(SealZygote, &args, args.failure, "the sealing helper");
   if (!sealed.ok()) {

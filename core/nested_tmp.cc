@@ -33,7 +33,7 @@ struct HelperArgs {
   int spare_proc = -1;     // /proc/<spare>, O_PATH
   int proc_sys_user = -1;  // the caller's /proc/sys/user, O_PATH
   internal::TmpfsSize size;
-  char gid_map[48] = {};
+  uint32_t gid = 0;
   internal::HelperFailure failure;
 };
 
@@ -61,14 +61,7 @@ int MountInSpare(void* raw) {
   if (const int rc = base::sys::RawMoveMountOnto(mount, tmp); rc < 0) {
     return Fail(failure, "move_mount(/tmp)", -rc);
   }
-  char uid_map[48];
-  internal::FormatIdentityMap(owner, uid_map, sizeof(uid_map));
-  if (!internal::WriteFileAt(args->spare_proc, "uid_map", uid_map)) {
-    return Fail(failure, "write(uid_map)", errno);
-  }
-  if (!internal::WriteFileAt(args->spare_proc, "gid_map", args->gid_map)) {
-    return Fail(failure, "write(gid_map)", errno);
-  }
+  if (internal::WriteIdentityMaps(failure, args->spare_proc, owner, args->gid) != 0) return 1;
   // No user namespace within the spare's: its request gets none of the capabilities a new
   // one gives, nor the kernel surface, nor a share of the sandbox's budget of them. The
   // limit is the writer's namespace's, looked up when the file is opened.
@@ -119,7 +112,7 @@ absl::Status MountOwnTmp(const NestedTmpTarget& target, const NestedTmpOptions& 
   args.spare_mnt = spare_mnt.get();
   args.spare_proc = spare_proc.get();
   args.size = internal::TmpfsSizeFor(options.size_bytes);
-  internal::FormatIdentityMap(options.gid, args.gid_map, sizeof(args.gid_map));
+  args.gid = options.gid;
   absl::Status mounted = internal::RunHelper(MountInSpare, &args, args.failure, "the /tmp helper");
   if (!mounted.ok()) {
     return absl::Status(mounted.code(),

@@ -34,6 +34,26 @@ namespace {
 constexpr size_t kStackBytes = 64 * 1024;
 constexpr int64_t kMinInodes = 1024;
 
+// Formats "ID ID 1\n" (a one-to-one id map line) without stdio.
+void FormatIdentityMap(uint32_t id, char* out, size_t size) {
+  char digits[16];
+  size_t n = 0;
+  do {
+    digits[n++] = static_cast<char>('0' + id % 10);
+    id /= 10;
+  } while (id != 0);
+  size_t at = 0;
+  for (int copy = 0; copy < 2; ++copy) {
+    for (size_t i = n; i > 0 && at + 1 < size; --i) out[at++] = digits[i - 1];
+    if (at + 1 < size) out[at++] = ' ';
+  }
+  if (at + 2 < size) {
+    out[at++] = '1';
+    out[at++] = '\n';
+  }
+  out[at] = '\0';
+}
+
 }  // namespace
 
 int Fail(HelperFailure* failure, const char* step, int err) {
@@ -64,25 +84,6 @@ int BecomeOwnerOf(HelperFailure* failure, int user, uid_t* owner) {
   return 0;
 }
 
-void FormatIdentityMap(uint32_t id, char* out, size_t size) {
-  char digits[16];
-  size_t n = 0;
-  do {
-    digits[n++] = static_cast<char>('0' + id % 10);
-    id /= 10;
-  } while (id != 0);
-  size_t at = 0;
-  for (int copy = 0; copy < 2; ++copy) {
-    for (size_t i = n; i > 0 && at + 1 < size; --i) out[at++] = digits[i - 1];
-    if (at + 1 < size) out[at++] = ' ';
-  }
-  if (at + 2 < size) {
-    out[at++] = '1';
-    out[at++] = '\n';
-  }
-  out[at] = '\0';
-}
-
 bool WriteFileAt(int dir, const char* name, const char* text) {
   const int fd = static_cast<int>(::syscall(SYS_openat, dir, name, O_WRONLY | O_CLOEXEC));
   if (fd < 0) return false;
@@ -92,6 +93,15 @@ bool WriteFileAt(int dir, const char* name, const char* text) {
   ::syscall(SYS_close, fd);
   errno = saved;
   return written;
+}
+
+int WriteIdentityMaps(HelperFailure* failure, int proc, uint32_t uid, uint32_t gid) {
+  char map[48];
+  FormatIdentityMap(uid, map, sizeof(map));
+  if (!WriteFileAt(proc, "uid_map", map)) return Fail(failure, "write(uid_map)", errno);
+  FormatIdentityMap(gid, map, sizeof(map));
+  if (!WriteFileAt(proc, "gid_map", map)) return Fail(failure, "write(gid_map)", errno);
+  return 0;
 }
 
 int MakeTmpfs(HelperFailure* failure, const TmpfsSize& size) {

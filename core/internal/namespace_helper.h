@@ -41,8 +41,11 @@ int Fail(HelperFailure* failure, const char* step, const char* detail, int err);
 // the failed step and returns 1.
 int BecomeOwnerOf(HelperFailure* failure, int user, uid_t* owner);
 
-// Formats "ID ID 1\n" (a one-to-one id map line) without stdio.
-void FormatIdentityMap(uint32_t id, char* out, size_t size);
+// Writes one-to-one maps of `uid` and `gid` (as the writer's user namespace sees them)
+// into /proc/PID/uid_map and gid_map under `proc` (an O_PATH fd of /proc/PID). The writer
+// needs CAP_SETUID and CAP_SETGID in the parent of PID's user namespace, and to be in that
+// namespace. Returns 0, or records the failed step and returns 1.
+int WriteIdentityMaps(HelperFailure* failure, int proc, uint32_t uid, uint32_t gid);
 
 // Writes `text` to `name` under directory fd `dir`. False (errno set) unless all of it
 // was written.
