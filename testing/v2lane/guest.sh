@@ -19,7 +19,7 @@ export V2_PLACES=${V2_PLACES:-root container container-alone service session use
 # issue 17 allows) and a container whose root cgroup zygo shares with the container's
 # other processes (no cgroup there can get controllers; see docs/zygo-run.md).
 export V2_REFUSE_OK=${V2_REFUSE_OK:-ssh}
-UNIT_TESTS=${V2_UNIT_TESTS:-cgroup_v2_test cgroup_v2_placement_test cgroup_driver_test cgroup_sweep_test limits_escape_test stale_cgroup_test}
+UNIT_TESTS=${V2_UNIT_TESTS:-cgroup_v2_test cgroup_v2_placement_test cgroup_driver_test cgroup_sweep_test forked_zygote_test seccomp_profiles_test limits_escape_test stale_cgroup_test}
 
 # The host's root reaches the guest as-is: drop what says "container" (this machine's
 # /.dockerenv would make systemd a container's init) and give uid 1000 to our own user.

@@ -54,6 +54,7 @@ done
 # The tests' runfiles, copied (not linked into Bazel's output base) so that a rebuild
 # while the guest runs changes nothing under it.
 for t in core/cgroup_v2_test core/cgroup_v2_placement_test core/cgroup_driver_test core/cgroup_sweep_test \
+         core/forked_zygote_test core/seccomp_profiles_test \
          security_tests/limits_escape_test security_tests/stale_cgroup_test; do
   if [ -d "$BIN/$t.runfiles" ]; then
     cp -rL "$BIN/$t.runfiles" "$RUN/tests/"
