@@ -80,11 +80,13 @@ int CloneCode(SealArgs* args) {
   }
   struct stat st;
   int rc = ::syscall(SYS_fstat, code, &st) == 0 ? 0 : -errno;
-  if (rc == 0 && (st.st_dev != args->code_dev || st.st_ino != args->code_ino)) {
+  if (rc < 0) {
+    Fail(failure, "fstat(code_dir)", args->code_dir, -rc);
+  } else if (st.st_dev != args->code_dev || st.st_ino != args->code_ino) {
     args->code_changed = true;
     rc = -ESTALE;
+    Fail(failure, "code_dir is not the directory checked:", args->code_dir, ESTALE);
   }
-  if (rc < 0) Fail(failure, "fstat(code_dir): not the directory checked", args->code_dir, -rc);
   if (rc == 0 && (rc = sys::RawOpenTreeClone(code, /*recursive=*/true)) < 0) {
     Fail(failure, "open_tree(code_dir, OPEN_TREE_CLONE | AT_RECURSIVE)", args->code_dir, -rc);
   }
@@ -240,9 +242,9 @@ int SealZygote(void* raw) {
   if (args->runtime_user >= 0 && (rc = sys::RawSetns(args->runtime_user, CLONE_NEWUSER)) < 0) {
     return Fail(failure, "setns(R)", -rc);
   }
-  // A copy of the caller's mounts, owned by R (so its mounts are slaves of the caller's
-  // at most, and nothing done in it propagates back): where code_dir is cloned and the
-  // tmpfs and proc are made, as the caller's own uid (code_dir must be reachable by it).
+  // A copy of the caller's mounts, owned by R (where the helper may make mounts), in which
+  // nothing is mounted: code_dir is cloned there (as the caller's own uid: code_dir must be
+  // reachable by it) and the tmpfs and proc are made there, all detached and private.
   if ((rc = sys::RawUnshare(CLONE_NEWNS)) < 0) return Fail(failure, "unshare(CLONE_NEWNS)", -rc);
   if (CloneCode(args) != 0) return 1;
   // F gives every capability to its owner in R: become it (Z's uid, the only one its map
