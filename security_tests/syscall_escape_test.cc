@@ -1,6 +1,7 @@
 // Kernel surfaces the seccomp allowlist closes: namespaces, keyrings, bpf, perf,
 // io_uring, userfaultfd, file handles, modules, kexec, reboot, foreign ABIs. Each is
 // first shown reaching the kernel on the host (a control), then refused inside.
+#include <iostream>
 #include <string>
 
 #include "absl/strings/match.h"
@@ -108,10 +109,17 @@ TEST(SocketFamilies, TheOnesSandboxesNeedStillWork) {
 // The i386 (int 0x80) and x32 entry points are foreign ABIs: the filter never lets a
 // 32-bit syscall table bypass the 64-bit rules. zygo-init, the filter's listener, kills
 // the process and says which call it made; zygo exits 159 (128+SIGSYS).
+// A kernel without IA32 emulation (ia32_emulation=0) kills int 0x80 itself, before any
+// filter: there only x32, which every filter sees, is attempted.
 TEST(ForeignAbi, Int80AndX32AreKilledAndNamed) {
   RunResult int80_control = RunProbeOnHost({"int80"});
-  ASSERT_EQ(Verdict(int80_control, "int80"), "allowed") << int80_control.out;
+  const bool host_runs_i386 = Verdict(int80_control, "int80") == "allowed";
+  if (!host_runs_i386) {
+    std::cerr << "this kernel runs no i386 code (int 0x80 on the host: exit "
+              << int80_control.exit_code << "): only x32 is attempted\n";
+  }
   for (const char* subcommand : {"int80", "x32"}) {
+    if (std::string(subcommand) == "int80" && !host_runs_i386) continue;
     RunResult attempt = RunProbe({subcommand});
     std::string verdict = Verdict(attempt, subcommand);
     EXPECT_EQ(verdict, "") << subcommand << attempt.out;  // killed before it could say
@@ -129,6 +137,11 @@ TEST(ForeignAbi, Int80AndX32AreKilledAndNamed) {
 // A process the command started is killed for the call; the command outlives it and exits
 // 0: zygo exits 0 too, and the status still says what happened in the run.
 TEST(ForeignAbi, AKilledChildIsReportedBesideTheCommandsOwnExit) {
+  RunResult control = RunProbeOnHost({"int80"});
+  if (Verdict(control, "int80") != "allowed") {
+    GTEST_SKIP() << "this kernel runs no i386 code (int 0x80 on the host: exit "
+                 << control.exit_code << ")";
+  }
   RunResult attempt = RunProbe({"int80-child"});
   EXPECT_TRUE(absl::StrContains(attempt.out, "child-killed-by-signal=SIGKILL")) << attempt.out;
   EXPECT_EQ(attempt.exit_code, 0) << attempt.err;

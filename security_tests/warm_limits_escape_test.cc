@@ -47,10 +47,11 @@ constexpr char kShellForker[] =
     "read n; i=0; pids=; while [ \"$i\" -lt \"$n\" ]; do sleep 30 & pids=\"$pids $!\"; "
     "i=$((i+1)); done; kill $pids; wait; echo \"forked $i\"";
 
-class WarmLimitsEscape : public WarmSuite {
+// Run with each function in a sandbox of its own, and with the zygote tree.
+class WarmLimitsEscape : public WarmSuiteBothLayouts {
  protected:
   void SetUp() override {
-    WarmSuite::SetUp();
+    WarmSuiteBothLayouts::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
     WriteFile("code/forker.py", kForker);
     StartSupervisor();
@@ -67,7 +68,7 @@ class WarmLimitsEscape : public WarmSuite {
   }
 };
 
-TEST_F(WarmLimitsEscape, APythonRequestForkingPastItsPidsLimitSaysPidsLimit) {
+TEST_P(WarmLimitsEscape, APythonRequestForkingPastItsPidsLimitSaysPidsLimit) {
   // Control first: under the limit every fork works and the request is ok.
   nlohmann::json under = OverHttp("forker", {{"forks", 3}});
   EXPECT_EQ(under["outcome"]["status"], "ok") << under.dump();
@@ -92,7 +93,7 @@ TEST_F(WarmLimitsEscape, APythonRequestForkingPastItsPidsLimitSaysPidsLimit) {
   }
 }
 
-TEST_F(WarmLimitsEscape, AWarmExecRequestForkingPastItsPidsLimitSaysPidsLimit) {
+TEST_P(WarmLimitsEscape, AWarmExecRequestForkingPastItsPidsLimitSaysPidsLimit) {
   nlohmann::json under = OverHttp("shforker", 3);
   EXPECT_EQ(under["outcome"]["status"], "ok") << under.dump();
   EXPECT_EQ(under["stdout"], "forked 3\n") << under.dump();
@@ -107,6 +108,8 @@ TEST_F(WarmLimitsEscape, AWarmExecRequestForkingPastItsPidsLimitSaysPidsLimit) {
   EXPECT_EQ(grpc_under.outcome().status(), "ok") << grpc_under.DebugString();
   EXPECT_EQ(grpc_under.stdout(), "forked 3\n");
 }
+
+INSTANTIATE_WARM_SUITE(WarmLimitsEscape);
 
 }  // namespace
 }  // namespace zygo::testing

@@ -41,10 +41,11 @@ struct Attack {
   nlohmann::json victim;    // its hold answer
 };
 
-class WarmRequestIsolationTest : public WarmSuite {
+// Run with each function in a sandbox of its own, and with the zygote tree.
+class WarmRequestIsolationTest : public WarmSuiteBothLayouts {
  protected:
   void SetUp() override {
-    WarmSuite::SetUp();
+    WarmSuiteBothLayouts::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
     if (core::ProbeHostFeatures().landlock_abi < 1) {
       GTEST_SKIP() << "the kernel has no Landlock: warm requests are not apart from each other";
@@ -130,7 +131,7 @@ class WarmRequestIsolationTest : public WarmSuite {
   }
 };
 
-TEST_F(WarmRequestIsolationTest, AWarmExecRequestCannotReadASiblingsMemoryEnvironmentOrTmp) {
+TEST_P(WarmRequestIsolationTest, AWarmExecRequestCannotReadASiblingsMemoryEnvironmentOrTmp) {
   Attack attack;
   ASSERT_NO_FATAL_FAILURE(Run(kExecFunction, "0", &attack));
   // Ptrace access, which /proc/PID/mem and environ go through, is refused across Landlock
@@ -149,7 +150,7 @@ TEST_F(WarmRequestIsolationTest, AWarmExecRequestCannotReadASiblingsMemoryEnviro
 }
 
 // Landlock's signal scoping (ABI 6): a request's signals stay inside its own domain.
-TEST_F(WarmRequestIsolationTest, AWarmExecRequestCannotSignalASiblingOrKillItsZygote) {
+TEST_P(WarmRequestIsolationTest, AWarmExecRequestCannotSignalASiblingOrKillItsZygote) {
   if (core::ProbeHostFeatures().landlock_abi < 6) {
     GTEST_SKIP() << "Landlock ABI " << core::ProbeHostFeatures().landlock_abi
                  << " < 6 has no signal scoping: a warm-exec request can still signal its "
@@ -176,12 +177,14 @@ TEST_F(WarmRequestIsolationTest, AWarmExecRequestCannotSignalASiblingOrKillItsZy
   EXPECT_EQ(Warmed(kExecFunction), 1) << "the zygote died: " << supervisor_->Log();
 }
 
-TEST_F(WarmRequestIsolationTest, APythonRequestCannotReadASiblingsMemory) {
+TEST_P(WarmRequestIsolationTest, APythonRequestCannotReadASiblingsMemory) {
   Attack attack;
   ASSERT_NO_FATAL_FAILURE(Run(kPythonFunction, "0", &attack));
   ExpectApart(attack, {{"mem", "found", "EACCES"}});
   EXPECT_EQ(attack.attacker["zygote"]["mem"], "EACCES") << attack.attacker;
 }
+
+INSTANTIATE_WARM_SUITE(WarmRequestIsolationTest);
 
 }  // namespace
 }  // namespace zygo::testing

@@ -42,6 +42,7 @@ void WarmSuite::StartSupervisor(SupervisorProcess::Options options) {
   grpc_.reset();
   supervisor_.reset();
   options.dir = dir_;
+  options.args.insert(options.args.end(), {"--zygote-tree", zygote_tree_ ? "on" : "off"});
   absl::StatusOr<std::unique_ptr<SupervisorProcess>> started = SupervisorProcess::Start(options);
   if (!started.ok() && absl::StrContains(started.status().message(), "no usable cgroups")) {
     GTEST_SKIP() << started.status();

@@ -44,10 +44,27 @@ class WarmSuite : public ::testing::Test {
 
   std::string dir_;
   std::unique_ptr<SupervisorProcess> supervisor_;
+  // StartSupervisor's --zygote-tree: Python functions fork from a runtime zygote.
+  bool zygote_tree_ = false;
 
  private:
   std::unique_ptr<zygo::v1::Zygo::Stub> grpc_;  // made on first use, for supervisor_
 };
+
+// A WarmSuite run twice: with every function in a sandbox of its own, and with the zygote
+// tree, Python functions forked from a runtime zygote (INSTANTIATE_WARM_SUITE).
+class WarmSuiteBothLayouts : public WarmSuite, public ::testing::WithParamInterface<bool> {
+ protected:
+  WarmSuiteBothLayouts() { zygote_tree_ = GetParam(); }
+  bool tree() const { return zygote_tree_; }
+};
+
+// "OwnSandbox" and "ZygoteTree" instances of a WarmSuiteBothLayouts fixture.
+#define INSTANTIATE_WARM_SUITE(fixture)                                        \
+  INSTANTIATE_TEST_SUITE_P(OwnSandboxAndTree, fixture, ::testing::Bool(),      \
+                           [](const ::testing::TestParamInfo<bool>& param) {   \
+                             return param.param ? "ZygoteTree" : "OwnSandbox"; \
+                           })
 
 }  // namespace zygo::testing
 

@@ -11,6 +11,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "core/base/sys/fs.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "security_tests/process_memory.h"
@@ -27,7 +28,10 @@ constexpr char kVictimHandler[] = R"(def main(event):
     return {'reply': event['secret'][::-1]}
 )";
 
-class WarmTenantEscapeTest : public WarmSuite {
+// Run twice: every function in a sandbox of its own, and Python functions forked from a
+// runtime zygote they share (the zygote tree), where the victim's zygote and the attacker's
+// are forks of one process.
+class WarmTenantEscapeTest : public WarmSuiteBothLayouts {
  protected:
   void SetUp() override {
     WarmSuite::SetUp();
@@ -57,9 +61,41 @@ class WarmTenantEscapeTest : public WarmSuite {
     }
     return found;
   }
+
+  // The processes of the function zygote forked from a runtime zygote whose /code holds
+  // `file` (pid 1 of a pid namespace two below ours), and every process below it.
+  std::vector<pid_t> ForkedZygoteOf(const std::string& file) {
+    const ProcessParents parents = ReadProcessParents();
+    std::vector<pid_t> found;
+    for (pid_t pid : DescendantsIn(parents, supervisor_->pid())) {
+      absl::StatusOr<std::vector<pid_t>> levels = base::sys::ReadNamespacePids(pid);
+      if (!levels.ok() || levels->size() != 3 || levels->back() != 1) continue;
+      if (!fs::exists(absl::StrCat("/proc/", pid, "/root/code/", file))) continue;
+      found.push_back(pid);
+      for (pid_t inside : DescendantsIn(parents, pid)) found.push_back(inside);
+    }
+    return found;
+  }
+
+  // Every runtime zygote's sandbox: its init (a child of the supervisor) whose agent runs
+  // --runtime, and the agent, but none of the function zygotes it forked.
+  std::vector<pid_t> RuntimeSandboxes() {
+    const ProcessParents parents = ReadProcessParents();
+    std::vector<pid_t> found;
+    for (pid_t pid : DescendantsIn(parents, supervisor_->pid())) {
+      const std::string cmdline = ReadProcFile(absl::StrCat("/proc/", pid, "/cmdline"));
+      absl::StatusOr<std::vector<pid_t>> levels = base::sys::ReadNamespacePids(pid);
+      // One pid namespace below ours: the runtime's own; its forks are one deeper.
+      if (levels.ok() && levels->size() == 2 &&
+          absl::StrContains(cmdline, std::string("--runtime\0", 10))) {
+        found.push_back(pid);
+      }
+    }
+    return found;
+  }
 };
 
-TEST_F(WarmTenantEscapeTest, NoFunctionFindsAnotherFunctionsSpecEventsOrReplies) {
+TEST_P(WarmTenantEscapeTest, NoFunctionFindsAnotherFunctionsSpecEventsOrReplies) {
   const std::string env_secret = "zygo-env-secret-" + RandomHex();
   const std::string event_secret = "zygo-event-secret-" + RandomHex();
   const std::string reply_secret(event_secret.rbegin(), event_secret.rend());
@@ -102,9 +138,17 @@ TEST_F(WarmTenantEscapeTest, NoFunctionFindsAnotherFunctionsSpecEventsOrReplies)
   EXPECT_EQ(scan["control"], true) << "the scanner finds a needle where it may read: " << scan;
   EXPECT_EQ(scan["import_found"], false) << scan["import_scan"];
   EXPECT_EQ(scan["request_found"], false) << scan["request_scan"];
-  for (const char* when : {"import_scan", "request_scan"}) {
-    EXPECT_EQ(scan[when]["1"]["mem"], "EACCES") << when << ": " << scan[when];
-    EXPECT_EQ(scan[when]["1"]["environ"], "EACCES") << when << ": " << scan[when];
+  if (tree()) {
+    // Forked, its zygote is pid 1 of a pid namespace of its own: at import time it sees
+    // no other process at all, and its request sees its zygote and can read none of it.
+    EXPECT_TRUE(scan["import_scan"].empty()) << scan["import_scan"];
+    EXPECT_EQ(scan["request_scan"]["1"]["mem"], "EACCES") << scan["request_scan"];
+    EXPECT_EQ(scan["request_scan"]["1"]["environ"], "EACCES") << scan["request_scan"];
+  } else {
+    for (const char* when : {"import_scan", "request_scan"}) {
+      EXPECT_EQ(scan[when]["1"]["mem"], "EACCES") << when << ": " << scan[when];
+      EXPECT_EQ(scan[when]["1"]["environ"], "EACCES") << when << ": " << scan[when];
+    }
   }
 
   absl::StatusOr<nlohmann::json> exec =
@@ -134,7 +178,8 @@ TEST_F(WarmTenantEscapeTest, NoFunctionFindsAnotherFunctionsSpecEventsOrReplies)
   ASSERT_TRUE(supervisor_->Exec("bystander-py", nlohmann::json::object()).ok());
   ASSERT_TRUE(supervisor_->Exec("bystander-exec", nlohmann::json::object()).ok());
   for (const char* entry : {"bystander.py:main", "/bin/cat"}) {
-    std::vector<pid_t> sandbox = SandboxOf(entry);
+    const bool forked = tree() && absl::StrContains(entry, ".py");
+    std::vector<pid_t> sandbox = forked ? ForkedZygoteOf("bystander.py") : SandboxOf(entry);
     ASSERT_FALSE(sandbox.empty()) << "no sandbox runs " << entry;
     int read = 0;
     for (pid_t pid : sandbox) {
@@ -147,7 +192,20 @@ TEST_F(WarmTenantEscapeTest, NoFunctionFindsAnotherFunctionsSpecEventsOrReplies)
     // Its zygote agent, at least, lives as long as the function: read, or nothing was.
     EXPECT_GT(read, 0) << "no process in the sandbox of " << entry << " could be read";
   }
+  if (!tree()) return;
+  // The runtime zygote every Python function here forked from (the victim's, the
+  // attacker's, the bystander's) was only ever told to fork: it holds none of it either.
+  std::vector<pid_t> runtimes = RuntimeSandboxes();
+  ASSERT_FALSE(runtimes.empty()) << "no runtime zygote";
+  for (pid_t pid : runtimes) {
+    absl::StatusOr<bool> held = MemoryContainsAny(pid, secrets);
+    ASSERT_TRUE(held.ok()) << held.status();
+    EXPECT_FALSE(*held) << Argv0(pid) << " (" << pid << "), a runtime zygote's, holds one of "
+                        << nlohmann::json(secrets);
+  }
 }
+
+INSTANTIATE_WARM_SUITE(WarmTenantEscapeTest);
 
 }  // namespace
 }  // namespace zygo::testing

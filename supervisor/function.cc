@@ -21,6 +21,7 @@
 #include "runtime/python_image.h"
 #include "runtime/sandbox_recipe.h"
 #include "supervisor/code_policy.h"
+#include "supervisor/function_tree.h"
 #include "supervisor/log.h"
 
 namespace zygo::supervisor {
@@ -89,6 +90,8 @@ FunctionInfo Function::Info() const {
   std::lock_guard<std::mutex> lock(mu_);
   info.error = last_error_;
   info.progress = progress_;
+  info.warm_ms = warm_ms_;
+  info.forked = forked_;
   if (zygote_ && zygote_->alive()) {
     info.state = FunctionState::kWarm;
   } else if (warming_.load()) {
@@ -144,12 +147,36 @@ absl::StatusOr<ZygoteConfig> Function::BuildZygoteConfig() {
   sandbox.cpus = std::max(spec_.cpus, 1.0) * 2;
   runtime::NetworkHost network{host_->network_helper, host_->pasta_path, host_->dns_upstream};
   ZYGO_ASSIGN_OR_RETURN(config.sandbox, runtime::PlanSandbox(sandbox, network));
+  if (python && host_->runtimes != nullptr) {
+    ZYGO_RETURN_IF_ERROR(UseRuntimeZygote(sandbox, sandbox.nested_namespaces, config));
+  }
   config.cgroups = host_->cgroups;
   config.request_limits = {spec_.memory_bytes, spec_.pids_limit, spec_.cpus};
   config.spares = spec_.spares;
   config.learn_prefault = python;
   config.name = spec_.name;
   return config;
+}
+
+absl::Status Function::UseRuntimeZygote(const core::Spec& sandbox, int nested_namespaces,
+                                        ZygoteConfig& config) {
+  if (!WhyNotInTree(spec_).empty()) return absl::OkStatus();
+  // The most any function's zygote may make: its spares' namespaces at the most spares.
+  const int most_nested = 2 * (1 + kMaxSpares + host_->max_concurrency) + 16;
+  const core::Spec runtime_spec =
+      RuntimeSandboxSpec(sandbox, spec_, host_->empty_dir, kAgentPath, most_nested);
+  const auto make = [&]() -> absl::StatusOr<RuntimeZygoteConfig> {
+    RuntimeZygoteConfig runtime;
+    ZYGO_ASSIGN_OR_RETURN(runtime.sandbox, runtime::PlanSandbox(runtime_spec, {}));
+    runtime.cgroups = host_->cgroups;
+    runtime.limits = runtime.sandbox.plan.cgroup_limits;
+    runtime.name = absl::StrCat("runtime ", sandbox.ImageLabel());
+    return runtime;
+  };
+  ZYGO_ASSIGN_OR_RETURN(config.runtime, host_->runtimes->Get(RuntimeKey(runtime_spec), make));
+  ZYGO_ASSIGN_OR_RETURN(config.forked,
+                        ForkedSpecFor(spec_, config.sandbox.plan, nested_namespaces));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::shared_ptr<Zygote>> Function::WarmZygote() {
@@ -190,8 +217,10 @@ absl::StatusOr<std::shared_ptr<Zygote>> Function::WarmZygote() {
   warm_ups_.fetch_add(1);
   zygote_ = std::shared_ptr<Zygote>(*std::move(started));
   last_used_ = std::chrono::steady_clock::now();
-  Log(LogLevel::kInfo, absl::StrFormat("%s is warm (%.1f ms)", spec_.name,
-                                       absl::ToDoubleMilliseconds(zygote_->warm_time())));
+  warm_ms_ = absl::ToDoubleMilliseconds(zygote_->warm_time());
+  forked_ = zygote_->forked();
+  Log(LogLevel::kInfo, absl::StrFormat("%s is warm (%.1f ms%s)", spec_.name, warm_ms_,
+                                       forked_ ? ", forked from its runtime zygote" : ""));
   return zygote_;
 }
 

@@ -17,6 +17,7 @@
 #include "core/plan.h"
 #include "supervisor/cancel_signal.h"
 #include "supervisor/function_spec.h"
+#include "supervisor/runtime_registry.h"
 #include "supervisor/service.h"
 #include "supervisor/zygote.h"
 
@@ -32,6 +33,10 @@ struct FunctionHost {
   std::string dns_upstream;               // empty: the host's resolv.conf
   bool allow_unlimited = false;           // run without cgroups when none can be made
   int max_concurrency = 32;               // requests of one function at once
+  // The zygote tree: functions that can fork their zygotes from a shared runtime zygote
+  // (function_tree.h) do; null: every function gets a sandbox of its own.
+  RuntimeRegistry* runtimes = nullptr;
+  std::string empty_dir;  // an empty directory, a runtime sandbox's /code
 };
 
 class Function {
@@ -57,6 +62,9 @@ class Function {
  private:
   absl::StatusOr<std::shared_ptr<Zygote>> WarmZygote();
   absl::StatusOr<ZygoteConfig> BuildZygoteConfig();
+  // Points `config` at a runtime zygote to fork from when the function can use one.
+  absl::Status UseRuntimeZygote(const core::Spec& sandbox, int nested_namespaces,
+                                ZygoteConfig& config);
 
   const FunctionSpec spec_;
   const FunctionHost* host_;
@@ -68,6 +76,8 @@ class Function {
   std::string progress_;        // the last line of the latest warm-up's pull of the image
   std::atomic<int64_t> requests_{0};
   std::atomic<int64_t> warm_ups_{0};
+  double warm_ms_ = 0;   // the last successful warm-up's (guarded by mu_)
+  bool forked_ = false;  // its zygote came from a runtime zygote (guarded by mu_)
   std::atomic<int> in_flight_{0};
   std::atomic<bool> warming_{false};
   std::chrono::steady_clock::time_point last_used_;

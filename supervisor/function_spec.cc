@@ -34,7 +34,6 @@ constexpr int64_t kMaxColdAfterHours = 7 * 24;  // core::ParseDurationMs's own b
 constexpr int64_t kMinMemoryBytes = 4LL << 20;  // below this no Python interpreter starts
 constexpr int64_t kMaxPids = 4'194'304;         // the kernel's PID_MAX_LIMIT
 constexpr double kMaxCpus = 1024;
-constexpr int kMaxSpares = 64;
 constexpr absl::string_view kNameRule =
     "1-63 characters of a-z, 0-9, '_' and '-', starting with a-z or 0-9";
 

@@ -19,6 +19,9 @@
 
 namespace zygo::supervisor {
 
+// The most spares a spec may ask for.
+inline constexpr int kMaxSpares = 64;
+
 // Every field after parsing: defaults filled in, sizes in bytes, durations in milliseconds.
 struct FunctionSpec {
   std::string name;

@@ -357,12 +357,12 @@ TEST(ServiceJsonTest, InvalidUtf8DoesNotThrow) {
 TEST(ServiceJsonTest, FunctionInfoHasEveryField) {
   FunctionInfo info{"fn", "host",  Runtime::kExec, "/bin/cat", false,          FunctionState::kWarm,
                     7,    1 << 20, 3000,           60000,      "/etc/fn.toml", "pulled x",
-                    "",   2};
+                    "",   2,       12.5,           true};
   EXPECT_EQ(json::parse(FunctionInfoToJson(info)), json::parse(R"({
     "name": "fn", "image": "host", "runtime": "exec", "entry": "/bin/cat", "pool": false,
     "state": "warm", "requests": 7, "memory_bytes": 1048576, "timeout_ms": 3000,
     "cold_after_ms": 60000, "spec_path": "/etc/fn.toml", "progress": "pulled x", "error": "",
-    "warm_ups": 2})"));
+    "warm_ups": 2, "warm_ms": 12.5, "forked": true})"));
 }
 
 }  // namespace

@@ -59,6 +59,8 @@ constexpr char kUsage[] =
     "                       state and socket directories, which are always refused)\n"
     "  --no-demo            do not register the demo function when nothing is registered\n"
     "  --allow-unlimited    run functions without cgroup limits when none can be made\n"
+    "  --zygote-tree on|off Python functions fork their zygotes from one runtime zygote\n"
+    "                       per image, each sealed in a sandbox of its own (default off)\n"
     "  --workers N          requests running at once over all functions (default 64)\n"
     "  -h, --help           this text\n"
     "\n"
@@ -81,6 +83,7 @@ struct ServeFlags {
   std::vector<std::string> code_roots;  // resolved
   bool demo = true;
   bool allow_unlimited = false;
+  bool zygote_tree = false;
   int workers = 64;
   HttpLimits http;
 };
@@ -138,6 +141,13 @@ absl::StatusOr<ServeFlags> ParseFlags(int argc, char** argv) {
       flags.demo = false;
     } else if (arg == "--allow-unlimited") {
       flags.allow_unlimited = true;
+    } else if (arg == "--zygote-tree") {
+      if (!(v = value("--zygote-tree")).ok()) return v.status();
+      if (*v != "on" && *v != "off") {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--zygote-tree must be on or off, not '", *v, "'"));
+      }
+      flags.zygote_tree = *v == "on";
     } else if (arg == "--http-request-timeout" || arg == "--http-idle-timeout") {
       if (!(v = value(arg.c_str())).ok()) return v.status();
       absl::StatusOr<absl::Duration> timeout = ParseTimeout(arg.c_str(), *v);
@@ -298,6 +308,7 @@ int Serve(const ServeFlags& flags) {
   options.code_policy = BuildCodePolicy(flags, state_dir, {http_socket, grpc_socket});
   options.host.cgroups = cgroups.ok() ? cgroups->get() : nullptr;
   options.host.allow_unlimited = flags.allow_unlimited;
+  options.zygote_tree = flags.zygote_tree;
   options.host.python_agent = FindAgent("zygo-agent-python");
   options.host.exec_agent = FindAgent("zygo-agent-exec");
   absl::StatusOr<std::string> network_helper =

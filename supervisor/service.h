@@ -48,6 +48,12 @@ struct FunctionInfo {
   // Why its last warm-up failed; "" once one succeeded (or none has run).
   std::string error;
   int64_t warm_ups = 0;  // warm-ups that succeeded since it was registered
+  // The last warm-up that succeeded: its sandbox's start (or its fork from a runtime zygote)
+  // until the agent's Hello, in milliseconds; 0 before one did.
+  double warm_ms = 0;
+  // Its zygote was forked from a runtime zygote (the zygote tree), not started in a
+  // sandbox of its own; as of the last warm-up.
+  bool forked = false;
 };
 
 struct ExecRequest {

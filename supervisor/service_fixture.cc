@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -49,6 +50,12 @@ void ListCgroups(const std::string& dir, const std::string& prefix, bool below,
 
 void ServiceFixture::SetUp() {
   if (geteuid() != 0) GTEST_SKIP() << "needs root for cgroups";
+  // As zygo serve does at its start (main.cc): a thousand requests in flight hold an
+  // eventfd each, and a sandbox's launch needs free fds above them.
+  struct rlimit open_files;
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &open_files), 0);
+  open_files.rlim_cur = open_files.rlim_max;
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &open_files), 0);
   auto cgroups = core::ProbeCgroupDriver();
   if (!cgroups.ok()) GTEST_SKIP() << "no usable cgroups: " << cgroups.status();
   cgroups_ = *std::move(cgroups);
@@ -70,6 +77,7 @@ void ServiceFixture::StartService() {
   options.host.exec_agent = testing::Runfile("agents/exec/zygo-agent-exec");
   options.host.python_agent = testing::Runfile("agents/python/zygo-agent-python");
   options.workers = workers_;
+  options.zygote_tree = zygote_tree_;
   std::vector<std::string> warnings;
   auto service = SupervisorService::Create(*std::move(store), options, &warnings);
   ASSERT_TRUE(service.ok()) << service.status();
@@ -121,13 +129,30 @@ ExecReply ServiceFixture::Call(const std::string& name, const std::string& event
   return promise.get_future().get();
 }
 
-std::vector<int> ServiceFixture::OurAgents() {
-  std::vector<int> ours;
+namespace {
+
+// An agent process whose sandbox's init is a child of ours: a function's zygote (in a sandbox
+// of its own, or forked by a runtime zygote, whose init then inherited it) or a runtime
+// zygote. A forked zygote keeps the runtime's command line; it is a pid namespace deeper.
+std::vector<int> AgentsOfOurSandboxes(bool runtimes) {
+  std::vector<int> found;
   for (int pid : testing::ProcessesMatching("/.zygo-agent")) {
-    if (ParentOf(ParentOf(pid)) == getpid()) ours.push_back(pid);
+    if (ParentOf(ParentOf(pid)) != getpid()) continue;
+    absl::StatusOr<std::vector<pid_t>> levels = base::sys::ReadNamespacePids(pid);
+    const bool runtime = levels.ok() && levels->size() == 2 &&
+                         base::sys::ReadFile(absl::StrCat("/proc/", pid, "/cmdline"))
+                                 .value_or("")
+                                 .find(std::string("--runtime\0", 10)) != std::string::npos;
+    if (runtime == runtimes) found.push_back(pid);
   }
-  return ours;
+  return found;
 }
+
+}  // namespace
+
+std::vector<int> ServiceFixture::OurAgents() { return AgentsOfOurSandboxes(false); }
+
+std::vector<int> ServiceFixture::OurRuntimeZygotes() { return AgentsOfOurSandboxes(true); }
 
 std::vector<int> ServiceFixture::DescendantsOf(const std::vector<int>& roots) {
   std::set<int> found(roots.begin(), roots.end());

@@ -34,6 +34,8 @@ class ServiceFixture : public ::testing::Test {
   // The agents of this test's own sandboxes (their grandparent is this process), and
   // every process below them (spares and requests).
   static std::vector<int> OurAgents();
+  // Runtime zygotes of the zygote tree that this process's service started.
+  static std::vector<int> OurRuntimeZygotes();
   static std::vector<int> DescendantsOf(const std::vector<int>& roots);
   // Our own cgroups (named zygo-<our pid>-*) in the memory hierarchy, recursively.
   static std::vector<std::string> OurCgroups();
@@ -44,6 +46,8 @@ class ServiceFixture : public ::testing::Test {
   std::string state_dir_;  // the service's state dir, beside dir_
   std::unique_ptr<SupervisorService> service_;
   int workers_ = 16;
+  // Python functions fork from a runtime zygote (SupervisorOptions::zygote_tree).
+  bool zygote_tree_ = false;
   std::string image_store_;  // UseOwnImageStore's, or empty
 };
 

@@ -104,7 +104,9 @@ std::string FunctionInfoToJson(const FunctionInfo& info) {
                      {"spec_path", info.spec_path},
                      {"progress", info.progress},
                      {"error", info.error},
-                     {"warm_ups", info.warm_ups}});
+                     {"warm_ups", info.warm_ups},
+                     {"warm_ms", info.warm_ms},
+                     {"forked", info.forked}});
   } catch (const std::exception&) {
     return kEncodeFailure;
   }

@@ -1,11 +1,15 @@
 // The registry, the request queue and its workers, and the idle reaper.
 #include "supervisor/supervisor_service.h"
 
+#include <errno.h>
+#include <sys/stat.h>
+
 #include <chrono>
 #include <cstdio>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/base/errno_status.h"
 #include "nlohmann/json.hpp"
 #include "supervisor/event_limit.h"
 #include "supervisor/log.h"
@@ -50,6 +54,15 @@ absl::StatusOr<std::unique_ptr<SupervisorService>> SupervisorService::Create(
     std::vector<std::string>* warnings) {
   std::unique_ptr<SupervisorService> service(
       new SupervisorService(std::move(store), std::move(options)));
+  if (service->options_.zygote_tree) {
+    // A runtime sandbox's /code: empty, and nothing in it is ever written.
+    const std::string empty = absl::StrCat(service->store_->dir(), "/empty");
+    if (::mkdir(empty.c_str(), 0555) != 0 && errno != EEXIST) {
+      return base::ErrnoStatus(errno, absl::StrCat("mkdir(", empty, ")"));
+    }
+    service->options_.host.empty_dir = empty;
+    service->options_.host.runtimes = &service->runtimes_;
+  }
   absl::StatusOr<LoadedFunctions> loaded =
       service->store_->LoadFunctions(service->options_.code_policy);
   if (!loaded.ok()) return loaded.status();

@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "supervisor/code_policy.h"
 #include "supervisor/function.h"
+#include "supervisor/runtime_registry.h"
 #include "supervisor/service.h"
 #include "supervisor/state_store.h"
 
@@ -23,11 +24,14 @@ namespace zygo::supervisor {
 
 struct SupervisorOptions {
   FunctionHost host;
-  int workers = 64;             // requests running at once, over all functions
-  size_t max_queued = 10'000;   // waiting requests past this get ResourceExhausted
-  bool warm_on_up = true;       // warm a function in the background when it is registered
+  int workers = 64;            // requests running at once, over all functions
+  size_t max_queued = 10'000;  // waiting requests past this get ResourceExhausted
+  bool warm_on_up = true;      // warm a function in the background when it is registered
   // Where `code` may come from; the state store's own dir is added to its private dirs.
   CodePolicy code_policy;
+  // Python functions fork their zygotes from a runtime zygote per image (function_tree.h);
+  // false: every function gets a sandbox of its own.
+  bool zygote_tree = false;
 };
 
 class SupervisorService : public Service {
@@ -60,6 +64,7 @@ class SupervisorService : public Service {
 
   std::unique_ptr<StateStore> store_;
   SupervisorOptions options_;
+  RuntimeRegistry runtimes_;  // options_.host.runtimes, with the zygote tree
   std::mutex mu_;
   std::condition_variable work_ready_;
   std::condition_variable reaper_wake_;  // its own, so a job's notify never lands on it

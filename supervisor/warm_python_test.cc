@@ -135,8 +135,12 @@ def unencodable(event):
 import signal
 )";
 
-class WarmPythonTest : public ServiceFixture {
+// Every test runs twice: the function's zygote in a sandbox of its own, and forked from a
+// runtime zygote and sealed (the zygote tree); a request must not tell the difference.
+class WarmPythonTest : public ServiceFixture, public ::testing::WithParamInterface<bool> {
  protected:
+  WarmPythonTest() { zygote_tree_ = GetParam(); }
+
   void SetUp() override {
     ServiceFixture::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
@@ -153,7 +157,7 @@ class WarmPythonTest : public ServiceFixture {
   }
 };
 
-TEST_F(WarmPythonTest, EventsAndResultsCrossAsPythonObjects) {
+TEST_P(WarmPythonTest, EventsAndResultsCrossAsPythonObjects) {
   UpHandler("echo");
   for (const char* event :
        {"null", "true", "42", "123456789012345678901234567890", "-1.5", "\"caf\\u00e9\"",
@@ -165,13 +169,13 @@ TEST_F(WarmPythonTest, EventsAndResultsCrossAsPythonObjects) {
   }
 }
 
-TEST_F(WarmPythonTest, MalformedEventIsRefusedBeforeItRuns) {
+TEST_P(WarmPythonTest, MalformedEventIsRefusedBeforeItRuns) {
   UpHandler("echo");
   ExecReply reply = Call("echo", "{not json");
   EXPECT_TRUE(absl::IsInvalidArgument(reply.status)) << reply.status;
 }
 
-TEST_F(WarmPythonTest, EveryRequestStartsFromTheZygotesMemory) {
+TEST_P(WarmPythonTest, EveryRequestStartsFromTheZygotesMemory) {
   UpHandler("count");
   for (int i = 0; i < 5; ++i) {
     ExecReply reply = Call("count");
@@ -180,7 +184,7 @@ TEST_F(WarmPythonTest, EveryRequestStartsFromTheZygotesMemory) {
   }
 }
 
-TEST_F(WarmPythonTest, CapturesStdoutAndStderr) {
+TEST_P(WarmPythonTest, CapturesStdoutAndStderr) {
   UpHandler("noisy");
   ExecReply reply = Call("noisy");
   ASSERT_TRUE(reply.ok) << reply.error_message;
@@ -191,7 +195,7 @@ TEST_F(WarmPythonTest, CapturesStdoutAndStderr) {
 
 // Unbuffered like PYTHONUNBUFFERED=1 (a killed request keeps its output; the zygote has no
 // buffered output for its forks to copy), without the variable showing in the environment.
-TEST_F(WarmPythonTest, StdioIsUnbufferedAndTheEnvironmentUntouched) {
+TEST_P(WarmPythonTest, StdioIsUnbufferedAndTheEnvironmentUntouched) {
   UpHandler("stdio");
   ExecReply reply = Call("stdio");
   ASSERT_TRUE(reply.ok) << reply.error_message;
@@ -203,7 +207,7 @@ TEST_F(WarmPythonTest, StdioIsUnbufferedAndTheEnvironmentUntouched) {
 
 // A function whose env sets the variable empty (unset, to Python) still gets unbuffered
 // stdio, and finds its own value in the environment.
-TEST_F(WarmPythonTest, AnEmptyPythonUnbufferedIsKept) {
+TEST_P(WarmPythonTest, AnEmptyPythonUnbufferedIsKept) {
   UpHandler("stdio", "[env]\nPYTHONUNBUFFERED = \"\"\n");
   ExecReply reply = Call("stdio");
   ASSERT_TRUE(reply.ok) << reply.error_message;
@@ -214,14 +218,14 @@ TEST_F(WarmPythonTest, AnEmptyPythonUnbufferedIsKept) {
 
 // The interpreter's own streams are not flushed while they write through; one a handler
 // made buffered again is, or its output would be lost.
-TEST_F(WarmPythonTest, AStreamMadeBufferedIsStillFlushed) {
+TEST_P(WarmPythonTest, AStreamMadeBufferedIsStillFlushed) {
   UpHandler("buffered");
   ExecReply reply = Call("buffered");
   ASSERT_TRUE(reply.ok) << reply.error_message;
   EXPECT_EQ(reply.stdout_data, "held in a buffer");
 }
 
-TEST_F(WarmPythonTest, ExceptionComesBackWithItsTraceback) {
+TEST_P(WarmPythonTest, ExceptionComesBackWithItsTraceback) {
   UpHandler("boom");
   ExecReply reply = Call("boom", "7");
   ASSERT_TRUE(reply.status.ok()) << reply.status;
@@ -232,14 +236,14 @@ TEST_F(WarmPythonTest, ExceptionComesBackWithItsTraceback) {
   EXPECT_EQ(reply.outcome.status, core::OutcomeStatus::kHandlerError);
 }
 
-TEST_F(WarmPythonTest, UnencodableResultIsAResultError) {
+TEST_P(WarmPythonTest, UnencodableResultIsAResultError) {
   UpHandler("unencodable");
   ExecReply reply = Call("unencodable");
   EXPECT_FALSE(reply.ok);
   EXPECT_EQ(reply.error_type, "ResultError");
 }
 
-TEST_F(WarmPythonTest, LoopPastDeadlineIsKilledAndTheFunctionServesOn) {
+TEST_P(WarmPythonTest, LoopPastDeadlineIsKilledAndTheFunctionServesOn) {
   UpHandler("spin");
   auto start = std::chrono::steady_clock::now();
   ExecReply reply = Call("spin");
@@ -253,7 +257,7 @@ TEST_F(WarmPythonTest, LoopPastDeadlineIsKilledAndTheFunctionServesOn) {
       << "the same function, again";
 }
 
-TEST_F(WarmPythonTest, MemoryExhaustionIsAnOomKill) {
+TEST_P(WarmPythonTest, MemoryExhaustionIsAnOomKill) {
   UpHandler("hog", "");
   ExecReply reply = Call("hog");
   ASSERT_TRUE(reply.status.ok()) << reply.status;
@@ -264,7 +268,7 @@ TEST_F(WarmPythonTest, MemoryExhaustionIsAnOomKill) {
 
 // A request's /tmp is bounded by its memory limit (128M here), and its pages count against
 // it: filling /tmp ends in ENOSPC at the size or in an oom kill, never in 1 GiB written.
-TEST_F(WarmPythonTest, TmpIsBoundedByTheRequestsMemory) {
+TEST_P(WarmPythonTest, TmpIsBoundedByTheRequestsMemory) {
   UpHandler("fill");
   ExecReply reply = Call("fill");
   ASSERT_TRUE(reply.status.ok()) << reply.status;
@@ -279,7 +283,7 @@ TEST_F(WarmPythonTest, TmpIsBoundedByTheRequestsMemory) {
   }
 }
 
-TEST_F(WarmPythonTest, CrashIsReportedAsSignal) {
+TEST_P(WarmPythonTest, CrashIsReportedAsSignal) {
   UpHandler("segfault");
   ExecReply reply = Call("segfault");
   ASSERT_TRUE(reply.status.ok()) << reply.status;
@@ -287,14 +291,14 @@ TEST_F(WarmPythonTest, CrashIsReportedAsSignal) {
   EXPECT_EQ(reply.error_type, "crashed");
 }
 
-TEST_F(WarmPythonTest, HandlerThatClosesStdoutStillAnswers) {
+TEST_P(WarmPythonTest, HandlerThatClosesStdoutStillAnswers) {
   UpHandler("close_stdout");
   ExecReply reply = Call("close_stdout");
   ASSERT_TRUE(reply.ok) << reply.error_type << ": " << reply.error_message;
   EXPECT_EQ(Result(reply), "still answered");
 }
 
-TEST_F(WarmPythonTest, RandomStateAndUuidDifferPerRequest) {
+TEST_P(WarmPythonTest, RandomStateAndUuidDifferPerRequest) {
   UpHandler("unique");
   std::set<std::string> randoms, uuids;
   for (int i = 0; i < 5; ++i) {
@@ -310,7 +314,7 @@ TEST_F(WarmPythonTest, RandomStateAndUuidDifferPerRequest) {
 
 // A handler writes /tmp/x (and a file in tempfile's dir) and reads it back on every
 // request; the next request finds /tmp empty again.
-TEST_F(WarmPythonTest, EachRequestHasItsOwnEmptyTmp) {
+TEST_P(WarmPythonTest, EachRequestHasItsOwnEmptyTmp) {
   UpHandler("tmp");
   for (int i = 0; i < 3; ++i) {
     const std::string event = absl::StrCat("\"request ", i, "\"");
@@ -325,7 +329,7 @@ TEST_F(WarmPythonTest, EachRequestHasItsOwnEmptyTmp) {
 
 // Two requests at once, each writing its own secret into /tmp: each sees only its own
 // (the control that the write happened), never the other's, though both were alive.
-TEST_F(WarmPythonTest, ConcurrentRequestsCannotSeeEachOthersTmp) {
+TEST_P(WarmPythonTest, ConcurrentRequestsCannotSeeEachOthersTmp) {
   UpHandler("peek");
   std::promise<ExecReply> first, second;
   ExecRequest slow;
@@ -351,14 +355,14 @@ TEST_F(WarmPythonTest, ConcurrentRequestsCannotSeeEachOthersTmp) {
 // Its spare made a user and mount namespace of its own (the /tmp tests above are the
 // control); the request can make none within it: the sandbox's seccomp lets the call
 // through, the namespace's limit of 0 refuses it.
-TEST_F(WarmPythonTest, ARequestCannotMakeANamespaceOfItsOwn) {
+TEST_P(WarmPythonTest, ARequestCannotMakeANamespaceOfItsOwn) {
   UpHandler("nest");
   ExecReply reply = Call("nest");
   ASSERT_TRUE(reply.ok) << reply.error_type << ": " << reply.error_message;
   EXPECT_EQ(Result(reply), "ENOSPC");
 }
 
-TEST_F(WarmPythonTest, RequestCannotSignalTheZygote) {
+TEST_P(WarmPythonTest, RequestCannotSignalTheZygote) {
   UpHandler("kill_parent");
   ExecReply reply = Call("kill_parent");
   ASSERT_TRUE(reply.ok) << reply.error_message;
@@ -367,7 +371,7 @@ TEST_F(WarmPythonTest, RequestCannotSignalTheZygote) {
   EXPECT_TRUE(Call("kill_parent").ok);
 }
 
-TEST_F(WarmPythonTest, RequestSeesOnlyItsOwnFds) {
+TEST_P(WarmPythonTest, RequestSeesOnlyItsOwnFds) {
   UpHandler("fds");
   ExecReply reply = Call("fds");
   ASSERT_TRUE(reply.ok) << reply.error_message;
@@ -377,7 +381,7 @@ TEST_F(WarmPythonTest, RequestSeesOnlyItsOwnFds) {
 
 // On cgroup v1 a spare writes itself into its request cgroup (wire Join); the supervisor
 // says once per function when one did not and it had to move the spare instead.
-TEST_F(WarmPythonTest, SparesJoinTheirRequestCgroupsThemselves) {
+TEST_P(WarmPythonTest, SparesJoinTheirRequestCgroupsThemselves) {
   if (!std::filesystem::exists("/sys/fs/cgroup/memory/cgroup.procs") ||
       std::filesystem::exists("/sys/fs/cgroup/memory/cgroup.controllers")) {
     GTEST_SKIP() << "a spare joins by itself on cgroup v1 only";
@@ -406,7 +410,7 @@ TEST_F(WarmPythonTest, SparesJoinTheirRequestCgroupsThemselves) {
   EXPECT_EQ(log.find("did not join its cgroup"), std::string::npos) << log;
 }
 
-TEST_F(WarmPythonTest, CancelKillsTheRequest) {
+TEST_P(WarmPythonTest, CancelKillsTheRequest) {
   UpHandler("sleep");
   ASSERT_TRUE(Call("sleep", "0").ok);
   std::vector<int> before = DescendantsOf(OurAgents());
@@ -425,7 +429,7 @@ TEST_F(WarmPythonTest, CancelKillsTheRequest) {
   EXPECT_LE(DescendantsOf(OurAgents()).size(), before.size() + 1);
 }
 
-TEST_F(WarmPythonTest, ZygoteKilledFromOutsideGivesATypedErrorThenRewarms) {
+TEST_P(WarmPythonTest, ZygoteKilledFromOutsideGivesATypedErrorThenRewarms) {
   UpHandler("sleep");
   ASSERT_TRUE(Call("sleep", "0").ok);
   std::promise<ExecReply> promise;
@@ -444,7 +448,7 @@ TEST_F(WarmPythonTest, ZygoteKilledFromOutsideGivesATypedErrorThenRewarms) {
   EXPECT_TRUE(after.ok);
 }
 
-TEST_F(WarmPythonTest, ImportErrorIsReportedWithTheAgentsOutput) {
+TEST_P(WarmPythonTest, ImportErrorIsReportedWithTheAgentsOutput) {
   WriteCode("broken.py", "import no_such_module_anywhere\n");
   Up("name = \"broken\"\nentry = \"broken.py:main\"\n");
   ExecReply reply = Call("broken");
@@ -453,7 +457,7 @@ TEST_F(WarmPythonTest, ImportErrorIsReportedWithTheAgentsOutput) {
       << reply.status;
 }
 
-TEST_F(WarmPythonTest, ThousandRequestsAtOnce) {
+TEST_P(WarmPythonTest, ThousandRequestsAtOnce) {
   UpHandler("echo");
   constexpr int kRequests = 1000;
   std::vector<std::promise<ExecReply>> promises(kRequests);
@@ -470,7 +474,7 @@ TEST_F(WarmPythonTest, ThousandRequestsAtOnce) {
   }
 }
 
-TEST_F(WarmPythonTest, RuntimePoolRunsScriptsByDigest) {
+TEST_P(WarmPythonTest, RuntimePoolRunsScriptsByDigest) {
   Up("name = \"pool\"\npool = true\npreload = [\"json\"]\n");
   auto first = service_->PutScript("def handler(event):\n    return ['first', event]\n");
   auto second = service_->PutScript("def handler(event):\n    return ['second', event]\n");
@@ -484,7 +488,7 @@ TEST_F(WarmPythonTest, RuntimePoolRunsScriptsByDigest) {
 // A pool compiles a script once: the first child sends its bytecode back before running it,
 // and later children load that instead. The compiler's SyntaxWarning is the witness: it is
 // printed only where the source is compiled.
-TEST_F(WarmPythonTest, RuntimePoolCompilesAScriptOnce) {
+TEST_P(WarmPythonTest, RuntimePoolCompilesAScriptOnce) {
   Up("name = \"pool\"\npool = true\n");
   auto script = service_->PutScript(
       "assert (1, 'always true')\n"
@@ -521,7 +525,7 @@ TEST_F(WarmPythonTest, RuntimePoolCompilesAScriptOnce) {
 // spares forked after that take those pages before their request arrives, so the handler
 // itself takes far fewer page faults. The first request, on a spare forked before anything
 // was learned, is the control: the same work faulted then.
-TEST_F(WarmPythonTest, LaterRequestsFindTheirPagesAlreadyTaken) {
+TEST_P(WarmPythonTest, LaterRequestsFindTheirPagesAlreadyTaken) {
   WriteCode("faults.py",
             "import resource\n"
             "TABLE = {str(i): [i] * 4 for i in range(20000)}  # warm memory the handler reads\n"
@@ -550,6 +554,11 @@ TEST_F(WarmPythonTest, LaterRequestsFindTheirPagesAlreadyTaken) {
       << "faults per request: " << absl::StrJoin(faults, ", ");
   RecordProperty("faults_per_request", absl::StrJoin(faults, ", "));
 }
+
+INSTANTIATE_TEST_SUITE_P(OwnSandboxAndTree, WarmPythonTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& param) {
+                           return param.param ? "ZygoteTree" : "OwnSandbox";
+                         });
 
 }  // namespace
 }  // namespace zygo::supervisor

@@ -32,7 +32,6 @@
 namespace zygo::supervisor {
 namespace {
 
-constexpr size_t kLogTailBytes = 8192;
 constexpr size_t kMaxKeptStatuses = 1024;
 
 int64_t MicrosSince(std::chrono::steady_clock::time_point start) {
@@ -89,12 +88,6 @@ absl::StatusOr<std::unique_ptr<Zygote>> Zygote::Start(ZygoteConfig config) {
 }
 
 absl::Status Zygote::Launch() {
-  ZYGO_ASSIGN_OR_RETURN(auto pair, wire::MakeAgentSocketPair());
-  channel_ = std::move(pair.first);
-  ZYGO_RETURN_IF_ERROR(wire::EnablePeerCredentials(channel_.get()));
-  int log_pipe[2];
-  if (pipe2(log_pipe, O_CLOEXEC) != 0) return base::ErrnoStatus(errno, "pipe2(agent log)");
-  base::UniqueFd log_read(log_pipe[0]), log_write(log_pipe[1]);
   if (config_.cgroups != nullptr) {
     absl::StatusOr<std::unique_ptr<core::Cgroup>> made =
         config_.cgroups->Create(config_.sandbox.plan.cgroup_limits);
@@ -108,87 +101,30 @@ absl::Status Zygote::Launch() {
       return made.status();
     }
   }
-  log_thread_ = std::thread(&Zygote::LogThread, this, std::move(log_read));
-  launch_thread_ =
-      std::thread(&Zygote::LaunchThread, this, std::move(pair.second), std::move(log_write));
+  if (config_.runtime) {
+    ZYGO_ASSIGN_OR_RETURN(
+        process_, ForkedZygoteProcess::Start(config_.runtime, config_.forked, zygote_cgroup_.get(),
+                                             config_.name, config_.warm_timeout));
+  } else {
+    ZYGO_ASSIGN_OR_RETURN(process_, AgentSandbox::Launch({config_.sandbox, config_.cgroups,
+                                                          zygote_cgroup_.get(), config_.name},
+                                                         [this](const std::string& why) {
+                                                           MarkDead(why);
+                                                           // The sandbox's own account is better
+                                                           // than the reader's "channel closed".
+                                                           pool_.Explain(why);
+                                                         }));
+  }
   reader_thread_ = std::thread(&Zygote::ReaderLoop, this);
   return absl::OkStatus();
 }
 
-// Runs the sandbox to its end. This thread must live as long as the sandbox: the init's
-// PR_SET_PDEATHSIG fires when the thread that cloned it exits.
-void Zygote::LaunchThread(base::UniqueFd agent_end, base::UniqueFd log_end) {
-  core::LaunchOptions options;
-  options.inherit_fds = {agent_end.get()};
-  // Never the supervisor's own stdin: run in a terminal, that is the operator's.
-  base::UniqueFd no_input(open("/dev/null", O_RDONLY | O_CLOEXEC));
-  options.stdio_fds[0] = no_input.get();
-  options.stdio_fds[1] = log_end.get();
-  options.stdio_fds[2] = log_end.get();
-  options.forward_signals = false;
-  options.no_deadline = true;
-  options.cgroup = zygote_cgroup_.get();
-  options.on_seccomp_kill = [this](const core::SeccompKillNotice& notice) {
-    LogFor(config_.name, LogLevel::kWarning,
-           absl::StrCat("zygo-init killed pid ", notice.sandbox_pid, " of the sandbox: it called ",
-                        notice.name, " (", notice.arch, ")"));
-    std::lock_guard<std::mutex> lock(mu_);
-    seccomp_kills_[notice.sandbox_pid] = notice;
-    while (seccomp_kills_.size() > kMaxKeptStatuses) seccomp_kills_.erase(seccomp_kills_.begin());
-    status_cv_.notify_all();
-  };
-  options.on_started = [&](pid_t pid, int pidfd, core::Cgroup*) {
-    // Only the agent may hold its end: our copy would hide the agent's exit from us.
-    agent_end.Reset();
-    log_end.Reset();
-    std::lock_guard<std::mutex> lock(mu_);
-    pidfd_.Reset(fcntl(pidfd, F_DUPFD_CLOEXEC, 0));
-    init_pid_ = pid;
-    // Stop() ran while the sandbox was being made: end it now.
-    if (stopping_.load()) base::sys::RawPidfdSendSignal(pidfd, SIGKILL);
-  };
-  absl::StatusOr<core::Outcome> outcome =
-      runtime::LaunchSandbox(config_.sandbox, config_.cgroups, options);
-  agent_end.Reset();
-  log_end.Reset();
-  std::string why = "the sandbox ended";
-  if (!outcome.ok()) {
-    why = std::string(outcome.status().message());
-  } else if (!outcome->error.empty()) {
-    why = outcome->error;
-  } else if (outcome->oom_killed) {
-    why = "the zygote ran out of memory";
-  } else {
-    why = absl::StrCat("the agent exited (", core::OutcomeStatusName(outcome->status), ", code ",
-                       outcome->exit_code, ")");
-  }
-  MarkDead(why);
-  // The sandbox's own account is better than the reader's "channel closed".
-  pool_.Explain(why);
-}
-
-void Zygote::LogThread(base::UniqueFd log_read) {
-  char buffer[4096];
-  for (;;) {
-    ssize_t n = read(log_read.get(), buffer, sizeof(buffer));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    std::lock_guard<std::mutex> lock(mu_);
-    log_tail_.append(buffer, static_cast<size_t>(n));
-    if (log_tail_.size() > kLogTailBytes) log_tail_.erase(0, log_tail_.size() - kLogTailBytes);
-    LogOutputOf(config_.name, absl::string_view(buffer, static_cast<size_t>(n)));
-  }
-}
-
-std::string Zygote::LogTail() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return log_tail_;
-}
+std::string Zygote::LogTail() const { return process_ ? process_->LogTail() : ""; }
 
 void Zygote::ReaderLoop() {
   for (;;) {
     absl::StatusOr<wire::ReceivedFrame> received =
-        wire::ReceiveFrame(channel_.get(), absl::InfiniteDuration());
+        wire::ReceiveFrame(process_->channel(), absl::InfiniteDuration());
     if (!received.ok()) {
       if (wire::IsPeerClosed(received.status()) || stopping_.load()) {
         MarkDead("the agent closed its channel");
@@ -197,7 +133,7 @@ void Zygote::ReaderLoop() {
       // A malformed frame from the agent: the zygote runs untrusted imports, so this is
       // treated as a broken zygote, not a supervisor problem.
       MarkDead(absl::StrCat("the agent sent a bad frame: ", received.status().message()));
-      if (pidfd_.valid()) base::sys::RawPidfdSendSignal(pidfd_.get(), SIGKILL);
+      process_->Kill();
       return;
     }
     switch (received->frame.type) {
@@ -277,9 +213,6 @@ void Zygote::HandleForked(wire::ReceivedFrame& received) {
   pid_t agent_pid;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    // A kill reported of an earlier process with this pid (one no request claimed) is not
-    // this spare's.
-    seccomp_kills_.erase(spare->sandbox_pid);
     agent_pid = agent_pid_;
   }
   // A spare lost on the way (refused, not admitted): requests waiting for one ask again.
@@ -297,6 +230,15 @@ void Zygote::HandleForked(wire::ReceivedFrame& received) {
         absl::StrCat("refused a spare whose sender pid ", spare->pid, " is not the agent's child"));
     return;
   }
+  absl::StatusOr<pid_t> report_pid = process_->SeccompReportPid(spare->pid, spare->sandbox_pid);
+  if (!report_pid.ok()) {
+    LogFor(config_.name, LogLevel::kWarning, report_pid.status().message());
+    return;
+  }
+  spare->sandbox_pid = *report_pid;
+  // A kill reported of an earlier process with this pid (one no request claimed) is not
+  // this spare's.
+  (void)process_->TakeSeccompKill(spare->sandbox_pid, absl::ZeroDuration());
   absl::Status prepared = PrepareSpare(*spare);
   bool broken = false;
   if (prepared.ok()) {
@@ -314,8 +256,7 @@ void Zygote::HandleForked(wire::ReceivedFrame& received) {
     DestroySpare(std::move(spare));
     if (broken) {
       MarkDead(std::string(prepared.message()));
-      std::lock_guard<std::mutex> lock(mu_);
-      if (pidfd_.valid()) base::sys::RawPidfdSendSignal(pidfd_.get(), SIGKILL);
+      process_->Kill();
     }
     return;
   }
@@ -383,7 +324,7 @@ absl::Status Zygote::Admit(Spare& spare, core::Cgroup& cgroup) {
 
 absl::Status Zygote::SendSpawn(uint64_t id) {
   ZYGO_ASSIGN_OR_RETURN(wire::Frame frame, wire::Encode(wire::SpawnMessage{id}));
-  return wire::SendFrame(channel_.get(), frame, {});
+  return wire::SendFrame(process_->channel(), frame, {});
 }
 
 void Zygote::KillSpare(Spare& spare) {
@@ -439,14 +380,7 @@ std::optional<int> Zygote::WaitExitStatus(uint64_t spare_id, absl::Duration wait
 
 std::optional<core::SeccompKillNotice> Zygote::TakeSeccompKill(pid_t sandbox_pid,
                                                                absl::Duration wait) {
-  std::unique_lock<std::mutex> lock(mu_);
-  status_cv_.wait_for(lock, absl::ToChronoMilliseconds(wait),
-                      [&] { return seccomp_kills_.count(sandbox_pid) > 0 || dead_.load(); });
-  auto found = seccomp_kills_.find(sandbox_pid);
-  if (found == seccomp_kills_.end()) return std::nullopt;
-  core::SeccompKillNotice notice = std::move(found->second);
-  seccomp_kills_.erase(found);
-  return notice;
+  return process_->TakeSeccompKill(sandbox_pid, wait);
 }
 
 // The pool closes first, so whoever sees dead_ finds its reason there.
@@ -467,15 +401,13 @@ void Zygote::MarkDead(const std::string& why) {
 
 void Zygote::Stop() {
   if (stopping_.exchange(true)) return;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (pidfd_.valid()) base::sys::RawPidfdSendSignal(pidfd_.get(), SIGKILL);
+  if (process_) {
+    process_->Kill();
+    // Wakes the reader: recv returns 0 once both directions are shut.
+    process_->ShutdownChannel();
   }
-  // Wakes the reader: recv returns 0 once both directions are shut.
-  if (channel_.valid()) shutdown(channel_.get(), SHUT_RDWR);
-  if (launch_thread_.joinable()) launch_thread_.join();
   if (reader_thread_.joinable()) reader_thread_.join();
-  if (log_thread_.joinable()) log_thread_.join();
+  if (process_) process_->Stop();
   MarkDead("stopped");
   request_cgroups_.DestroyFree();
   if (zygote_cgroup_) zygote_cgroup_->Destroy().IgnoreError();

@@ -33,11 +33,14 @@
 #include "core/plan.h"
 #include "runtime/sandbox_recipe.h"
 #include "supervisor/cancel_signal.h"
+#include "supervisor/forked_zygote_process.h"
 #include "supervisor/learned_prefault.h"
 #include "supervisor/request_cgroups.h"
+#include "supervisor/runtime_zygote.h"
 #include "supervisor/script_bytecode_cache.h"
 #include "supervisor/service.h"
 #include "supervisor/spare_pool.h"
+#include "supervisor/zygote_process.h"
 #include "supervisor/zygote_spare.h"
 
 namespace zygo::supervisor {
@@ -46,6 +49,11 @@ struct ZygoteConfig {
   // The sandbox; its command is the agent, which talks on fd 3. An egress/full network
   // is held by zygo-net for the zygote's whole life and shared by its requests.
   runtime::Sandbox sandbox;
+  // Set: the zygote is forked by this runtime zygote and sealed as `forked` says (the
+  // zygote tree) instead of launched in `sandbox`, whose plan still describes the
+  // function's sandbox (its ids, its /tmp, what it may loosen).
+  std::shared_ptr<RuntimeZygote> runtime;
+  ForkedZygoteSpec forked;
   core::CgroupDriver* cgroups = nullptr;  // null: no limits (the plan allows unlimited)
   core::CgroupLimits request_limits;      // each request's own cgroup
   int spares = 2;
@@ -88,8 +96,10 @@ class Zygote : private SparePool::Host {
   bool alive() const { return !dead_.load(); }
   // Kills the sandbox and waits for its threads. Idempotent.
   void Stop();
-  // Sandbox start until the agent's Hello.
+  // Sandbox start (or the fork from a runtime zygote) until the agent's Hello.
   absl::Duration warm_time() const { return warm_time_; }
+  // Forked from a runtime zygote rather than started in a sandbox of its own.
+  bool forked() const { return config_.runtime != nullptr; }
 
  private:
   friend class RequestRun;  // a request's run uses the spares, statuses and caches below
@@ -97,8 +107,6 @@ class Zygote : private SparePool::Host {
   explicit Zygote(ZygoteConfig config);
 
   absl::Status Launch();
-  void LaunchThread(base::UniqueFd agent_end, base::UniqueFd log_end);
-  void LogThread(base::UniqueFd log_read);
   void ReaderLoop();
   void HandleDone(wire::ReceivedFrame& received);
   void HandleForked(wire::ReceivedFrame& received);
@@ -119,28 +127,22 @@ class Zygote : private SparePool::Host {
   std::string LogTail() const;
 
   ZygoteConfig config_;
-  base::UniqueFd channel_;                       // the supervisor's end of the zygote channel
   std::unique_ptr<core::Cgroup> cgroup_;         // the function's: the zygote's leaf and requests
   std::unique_ptr<core::Cgroup> zygote_cgroup_;  // the leaf the sandbox itself lives in
-  std::thread launch_thread_;
+  // Where the agent runs; set by Launch, before the reader starts, and kept to the end.
+  std::unique_ptr<ZygoteProcess> process_;
   std::thread reader_thread_;
-  std::thread log_thread_;
   absl::Duration warm_time_;
 
   mutable std::mutex mu_;
   std::condition_variable hello_cv_;     // the agent said Hello, or died
   std::condition_variable status_cv_;    // an exit status arrived (only error paths wait)
   bool hello_ = false;                   // the agent is warm
-  base::UniqueFd pidfd_;                 // the sandbox's init; set once, at its start
-  pid_t init_pid_ = 0;                   // the sandbox's init, in our pid namespace
   pid_t agent_pid_ = 0;                  // the zygote agent, in our pid namespace
   std::map<uint64_t, int> exit_status_;  // spare id -> wait status, from the zygote's Done
-  // Processes zygo-init killed for a foreign-ABI call, by their pid in the sandbox.
-  std::map<pid_t, core::SeccompKillNotice> seccomp_kills_;
   // Spares whose request is answered, kept until the zygote reports their exit: then the
   // reader removes their cgroups, so no request thread waits for a process to end.
   std::map<uint64_t, std::unique_ptr<Spare>> retiring_;
-  std::string log_tail_;  // the end of the agent's own output
   // A spare answered Join with Error: later spares are moved by the supervisor instead.
   std::atomic<bool> join_refused_{false};
   // A pool's scripts as its spares compiled them (supervisor/script_bytecode_cache.h).

@@ -1,6 +1,4 @@
 // A spare's own /tmp, given between its admission and its first frame of a request.
-#include <mutex>
-
 #include "agents/wire/channel.h"
 #include "agents/wire/messages.h"
 #include "core/base/status_macros.h"
@@ -14,12 +12,8 @@ namespace zygo::supervisor {
 // are charged to the request's cgroup), or as the sandbox's /tmp when that is unlimited.
 // After PrepareSpare's Join, before the Prefault.
 absl::Status Zygote::GiveOwnTmp(Spare& spare) {
-  core::NestedTmpTarget target{0, -1, spare.pid, spare.pidfd.get()};
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    target.sandbox_init = init_pid_;
-    target.sandbox_init_pidfd = pidfd_.get();
-  }
+  const core::NestedTmpTarget target{process_->namespace_root(), process_->namespace_root_pidfd(),
+                                     spare.pid, spare.pidfd.get()};
   const core::Spec& spec = config_.sandbox.plan.spec;
   const int64_t memory = config_.request_limits.memory_bytes;
   const core::NestedTmpOptions options{memory > 0 ? memory : spec.tmp_size_bytes, spec.gid};

@@ -93,10 +93,12 @@ int FinishBench(const char* bench, const absl::StatusOr<int>& failed, Supervisor
   return strict && *failed > 0 ? 1 : 0;
 }
 
-absl::StatusOr<SupervisorSession> StartSession(const std::string& supervisor_binary) {
+absl::StatusOr<SupervisorSession> StartSession(const std::string& supervisor_binary,
+                                               std::vector<std::string> args) {
   SupervisorSession session;
   SupervisorProcess::Options options;
   options.binary = supervisor_binary;
+  options.args = std::move(args);
   ZYGO_ASSIGN_OR_RETURN(session.process, SupervisorProcess::Start(options));
   ZYGO_ASSIGN_OR_RETURN(sdk::ApiConnection api,
                         sdk::ApiConnection::Connect(session.process->http_socket()));

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -50,7 +51,9 @@ struct SupervisorSession {
   std::unique_ptr<SupervisorProcess> process;
   std::unique_ptr<sdk::ApiConnection> api;
 };
-absl::StatusOr<SupervisorSession> StartSession(const std::string& supervisor_binary);
+// `args`: more flags for the supervisor (--zygote-tree on).
+absl::StatusOr<SupervisorSession> StartSession(const std::string& supervisor_binary,
+                                               std::vector<std::string> args = {});
 
 // Writes `handler_source` to `dir`/handler.py (making `dir`) when it is not empty, and
 // registers `spec` with `dir` as its code directory.

@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "absl/types/optional.h"
 #include "core/base/errno_status.h"
 #include "core/base/sys/process.h"
@@ -144,6 +145,29 @@ absl::StatusOr<struct statfs> StatFs(const std::string& path) {
   const auto [rc, err] = RetryOnEintr([&] { return ::statfs(path.c_str(), &fs); });
   if (rc == 0) return fs;
   return Failed(err, absl::StrCat("statfs(", path, ")"));
+}
+
+absl::StatusOr<std::vector<pid_t>> ReadNamespacePids(pid_t pid) {
+  const std::string path = absl::StrCat("/proc/", pid, "/status");
+  absl::StatusOr<std::string> status = ReadFile(path);
+  if (!status.ok()) return status.status();
+  const size_t at = status->find("\nNSpid:");
+  if (at == std::string::npos) {
+    return absl::InternalError(absl::StrCat(path, " has no NSpid line"));
+  }
+  const size_t end = status->find('\n', at + 1);
+  std::vector<pid_t> pids;
+  for (absl::string_view word : absl::StrSplit(
+           absl::string_view(*status).substr(at + 7, end == std::string::npos ? end : end - at - 7),
+           absl::ByAnyChar(" \t"), absl::SkipEmpty())) {
+    int value = 0;
+    if (!absl::SimpleAtoi(word, &value)) {
+      return absl::InternalError(absl::StrCat(path, ": NSpid holds \"", word, "\""));
+    }
+    pids.push_back(static_cast<pid_t>(value));
+  }
+  if (pids.empty()) return absl::InternalError(absl::StrCat(path, ": NSpid is empty"));
+  return pids;
 }
 
 absl::StatusOr<pid_t> ReadParentPid(pid_t pid) {

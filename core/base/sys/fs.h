@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -67,6 +68,10 @@ absl::StatusOr<struct stat> Stat(const std::string& path);
 
 // statfs(path): the filesystem `path` is on (f_type tells which kind).
 absl::StatusOr<struct statfs> StatFs(const std::string& path);
+
+// The pids of `pid` in each pid namespace it is in, from the reader's down to its own
+// (/proc/<pid>/status NSpid). NotFound when the process is gone; Internal without the line.
+absl::StatusOr<std::vector<pid_t>> ReadNamespacePids(pid_t pid);
 
 // The parent of `pid` as /proc/<pid>/status names it (in the reader's pid namespace).
 // NotFound when the process is gone; Internal when the file has no PPid line.

@@ -33,6 +33,8 @@ Function ToFunction(const json& info) {
   function.progress = TextOf(info, "progress");
   function.error = TextOf(info, "error");
   function.warm_ups = info.value("warm_ups", int64_t{0});
+  function.warm_ms = info.value("warm_ms", 0.0);
+  function.forked = info.value("forked", false);
   return function;
 }
 

@@ -40,6 +40,8 @@ struct Function {
   std::string progress;  // the last line of its image's pull in the latest warm-up
   std::string error;     // why its last warm-up failed; "" once one succeeded
   int64_t warm_ups = 0;  // warm-ups that succeeded since it was registered
+  double warm_ms = 0;    // the last successful warm-up, until the handler was imported
+  bool forked = false;   // its zygote was forked from a runtime zygote (the zygote tree)
 };
 
 // One request's answer.
