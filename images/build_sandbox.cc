@@ -38,7 +38,17 @@ core::Spec SpecFor(const SandboxJob& job) {
   spec.timeout_ms = job.timeout_ms;
   spec.tmp_size_bytes = 256LL << 20;
   spec.loosening = job.loosening;
+  if (!job.allow.empty()) {
+    spec.net = core::NetMode::kEgress;
+    spec.allow = job.allow;
+  }
   return spec;
+}
+
+absl::StatusOr<core::Outcome> LaunchWithoutNetwork(const core::Spec& spec,
+                                                   core::CgroupDriver* cgroups) {
+  ZYGO_ASSIGN_OR_RETURN(core::Plan plan, core::BuildPlan(spec));
+  return core::Launch(plan, cgroups);
 }
 
 // Points this process's stdin at /dev/null and stdout/stderr at a file until destroyed,
@@ -78,14 +88,21 @@ class StdioRedirect {
 }  // namespace
 
 absl::StatusOr<int> RunSandboxJob(const SandboxJob& job) {
-  ZYGO_ASSIGN_OR_RETURN(core::Plan plan, core::BuildPlan(SpecFor(job)));
+  if (!job.allow.empty()) {
+    return absl::FailedPreconditionError(
+        "a sandbox job with a network allowlist needs a runner that attaches its network");
+  }
+  return RunSandboxJobWith(job, LaunchWithoutNetwork);
+}
+
+absl::StatusOr<int> RunSandboxJobWith(const SandboxJob& job, const JobLauncher& launch) {
+  const core::Spec spec = SpecFor(job);
   absl::StatusOr<std::unique_ptr<core::CgroupDriver>> driver = core::ProbeCgroupDriver();
   std::unique_ptr<StdioRedirect> redirect;
   if (!job.output.empty()) {
     ZYGO_ASSIGN_OR_RETURN(redirect, StdioRedirect::To(job.output));
   }
-  absl::StatusOr<core::Outcome> launched =
-      core::Launch(plan, driver.ok() ? driver->get() : nullptr);
+  absl::StatusOr<core::Outcome> launched = launch(spec, driver.ok() ? driver->get() : nullptr);
   redirect.reset();
   ZYGO_ASSIGN_OR_RETURN(core::Outcome outcome, std::move(launched));
   switch (outcome.status) {

@@ -1,5 +1,5 @@
 // A job that image code runs inside a sandbox of an image's own root (compiling its
-// bytecode, building a venv), described with core's plain types only: the caller passes a
+// bytecode, building a venv, fetching and unpacking system packages), described with core's plain types only: the caller passes a
 // SandboxRunner, normally RunSandboxJob (images/build_sandbox.h, core's Plan and Launch).
 #ifndef ZYGO_IMAGES_SANDBOX_JOB_H_
 #define ZYGO_IMAGES_SANDBOX_JOB_H_
@@ -32,6 +32,10 @@ struct SandboxJob {
   int64_t timeout_ms = 600'000;  // generous: a slow disk must not fail a build
   int64_t memory_bytes = 1LL << 30;
   core::Loosening loosening;  // as the user's own run allows (pip from an index: host net)
+  // Non-empty: the job's network is egress to these "HOST:PORT" names only (a
+  // system-package build reaching the image's apt mirrors), which only a runner that
+  // attaches networks can give (runtime's); empty: loopback only.
+  std::vector<std::string> allow;
 };
 
 // Runs `job` to completion and returns its exit code. An error means it could not be

@@ -6,12 +6,10 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <filesystem>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -24,7 +22,7 @@
 #include "core/base/sys/remove_tree.h"
 #include "core/base/unique_fd.h"
 #include "images/digest.h"
-#include "images/link_tree.h"
+#include "images/internal/keyed_entries.h"
 
 namespace zygo::images {
 namespace {
@@ -83,14 +81,6 @@ std::string FailureLine(const std::string& log) {
   return chosen.size() > 300 ? chosen.substr(0, 300) + "..." : chosen;
 }
 
-absl::Status MakeDirs(const std::vector<std::string>& dirs) {
-  for (const std::string& dir : dirs) {
-    absl::Status made = base::sys::MakeDirectory(dir, 0755);
-    if (!made.ok() && base::sys::ErrnoOf(made) != EEXIST) return made;
-  }
-  return absl::OkStatus();
-}
-
 // The mountpoint in the store's root. Its top may be read-only (0555 from the image's
 // tarball): u+w for the mkdir, and the mode given back.
 absl::Status EnsureMountpoint(const std::string& rootfs) {
@@ -107,17 +97,6 @@ absl::Status EnsureMountpoint(const std::string& rootfs) {
         absl::StrCat("the image has ", kVenvMountpoint, " as something other than a directory"));
   }
   return absl::OkStatus();
-}
-
-absl::StatusOr<UniqueFd> LockKey(const std::string& path) {
-  int fd =
-      base::RetryOnEintr([&] { return ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600); });
-  if (fd < 0) return base::ErrnoStatus(errno, absl::StrCat("open(", path, ")"));
-  UniqueFd lock(fd);
-  if (base::RetryOnEintr([&] { return ::flock(lock.get(), LOCK_EX); }) != 0) {
-    return base::ErrnoStatus(errno, absl::StrCat("flock(", path, ", LOCK_EX)"));
-  }
-  return lock;
 }
 
 std::vector<std::string> PipArguments(const VenvRequest& request) {
@@ -203,8 +182,13 @@ absl::Status Build(Store& store, const RunnableImage& image, const std::string& 
 
 }  // namespace
 
-std::string VenvKey(absl::string_view manifest_digest, absl::string_view requirements) {
-  return Sha256Digest(absl::StrCat("zygo-venv-v1\n", manifest_digest, "\n", requirements));
+std::string VenvKey(absl::string_view manifest_digest, absl::string_view requirements,
+                    absl::string_view system_key) {
+  if (system_key.empty()) {
+    return Sha256Digest(absl::StrCat("zygo-venv-v1\n", manifest_digest, "\n", requirements));
+  }
+  return Sha256Digest(absl::StrCat("zygo-venv-v1+system\n", manifest_digest, "\n", system_key,
+                                   "\n", requirements));
 }
 
 absl::StatusOr<Venv> EnsureVenv(Store& store, const RunnableImage& image, const std::string& rootfs,
@@ -226,13 +210,12 @@ absl::StatusOr<Venv> EnsureVenv(Store& store, const RunnableImage& image, const 
   }
   ZYGO_RETURN_IF_ERROR(EnsureMountpoint(rootfs));
   Venv venv;
-  venv.key = VenvKey(image.manifest_digest, *requirements);
+  venv.key = VenvKey(image.manifest_digest, *requirements, request.system_key);
   std::string hex = DigestHex(venv.key);
   std::string venvs = store.root() + "/venvs";
   venv.path = absl::StrCat(venvs, "/sha256/", hex);
   if (IsDirectory(venv.path)) return venv;
-  ZYGO_RETURN_IF_ERROR(MakeDirs({venvs, venvs + "/sha256", venvs + "/locks"}));
-  ZYGO_ASSIGN_OR_RETURN(UniqueFd lock, LockKey(absl::StrCat(venvs, "/locks/", hex)));
+  ZYGO_ASSIGN_OR_RETURN(UniqueFd lock, LockEntry(venvs, hex));
   if (IsDirectory(venv.path)) return venv;  // another run built it meanwhile
   auto start = std::chrono::steady_clock::now();
   ZYGO_RETURN_IF_ERROR(Build(store, image, rootfs, resolved, *requirements, run, venv.path));
@@ -253,24 +236,7 @@ std::vector<std::string> VenvEnvironment(const std::vector<std::string>& image_e
 
 absl::StatusOr<int64_t> PruneVenvs(const Store& store,
                                    const std::set<std::string>& live_manifests) {
-  namespace fs = std::filesystem;
-  const fs::path venvs = fs::path(store.root()) / "venvs" / "sha256";
-  std::error_code ec;
-  if (!fs::exists(venvs, ec)) return 0;
-  int64_t freed = 0;
-  for (const auto& entry : fs::directory_iterator(venvs, ec)) {
-    std::string owner;
-    absl::StatusOr<std::string> text = base::sys::ReadFile((entry.path() / kImageName).string());
-    if (text.ok()) owner = std::string(absl::StripAsciiWhitespace(*text));
-    if (live_manifests.count(owner)) continue;
-    for (const auto& file : fs::recursive_directory_iterator(entry.path(), ec)) {
-      if (file.is_regular_file(ec) && !file.is_symlink(ec)) {
-        freed += static_cast<int64_t>(file.file_size(ec));
-      }
-    }
-    ZYGO_RETURN_IF_ERROR(base::sys::RemoveTree(entry.path().string()));
-  }
-  return freed;
+  return PruneOwnedEntries(store.root() + "/venvs", kImageName, live_manifests);
 }
 
 }  // namespace zygo::images

@@ -6,6 +6,7 @@
 //
 //   <store>/venvs/sha256/<key>/   a finished venv (built at /venv, so its paths are right)
 //   <store>/venvs/locks/<key>     flock'd while one is built, so it is built once
+// (images/internal/keyed_entries.h).
 #ifndef ZYGO_IMAGES_VENV_CACHE_H_
 #define ZYGO_IMAGES_VENV_CACHE_H_
 
@@ -32,6 +33,11 @@ struct VenvRequest {
   // loopback-only sandbox finds nothing unless the run may use the host's network.
   std::string find_links;
   core::Loosening loosening;  // the run's own
+  // The key of the system layer (images/system_layer.h) whose root the venv is built
+  // against, when the run has one: its packages' libraries are what the venv's wheels
+  // link to. Empty: the image's own root (or its bytecode root, which differs only in
+  // .pyc files).
+  std::string system_key;
 };
 
 struct Venv {
@@ -42,8 +48,10 @@ struct Venv {
 };
 
 // sha256 over a format tag, the image's manifest digest and the file's exact bytes: any
-// edit makes a new venv; two projects with the same file share one.
-std::string VenvKey(absl::string_view manifest_digest, absl::string_view requirements);
+// edit makes a new venv; two projects with the same file share one. With a system layer,
+// its key too (under another format tag, so no venv without one changes its key).
+std::string VenvKey(absl::string_view manifest_digest, absl::string_view requirements,
+                    absl::string_view system_key = "");
 
 // The venv for `request` in `image`, whose root for this run is `rootfs` (the image's own
 // or its bytecode root), built first if the store lacks it. Adds the mountpoint /venv to

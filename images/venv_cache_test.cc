@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
+#include "images/digest.h"
 #include "testing/test_dir.h"
 
 namespace zygo::images {
@@ -83,6 +84,15 @@ TEST_F(VenvCache, KeysCoverTheImageAndTheFilesBytes) {
   EXPECT_NE(key, VenvKey(image_.manifest_digest, "a==1\n\n"));  // any edit
   EXPECT_NE(key, VenvKey("sha256:" + std::string(64, 'b'), "a==1\n"));
   EXPECT_EQ(key.substr(0, 7), "sha256:");
+  // Venvs built before system layers existed keep their keys; one built over a system
+  // layer is another venv, one per layer.
+  EXPECT_EQ(key, Sha256Digest(absl::StrCat("zygo-venv-v1\n", image_.manifest_digest, "\na==1\n")));
+  EXPECT_EQ(key, VenvKey(image_.manifest_digest, "a==1\n", ""));
+  const std::string system_a = "sha256:" + std::string(64, 'c');
+  const std::string system_b = "sha256:" + std::string(64, 'd');
+  EXPECT_NE(key, VenvKey(image_.manifest_digest, "a==1\n", system_a));
+  EXPECT_NE(VenvKey(image_.manifest_digest, "a==1\n", system_a),
+            VenvKey(image_.manifest_digest, "a==1\n", system_b));
 }
 
 TEST_F(VenvCache, BuildsOnceWithTheImagesPipAndReusesIt) {
