@@ -14,6 +14,7 @@
 #include "core/base/status_macros.h"
 #include "images/reference.h"
 #include "images/store.h"
+#include "images/system_layer.h"
 #include "images/venv_cache.h"
 #include "runtime/image_pull.h"
 
@@ -91,14 +92,16 @@ int ImagePruneCommand(int argc, char** argv) {
   if (!store.ok()) return Fail(store.status());
   absl::StatusOr<int64_t> freed = store->Prune();
   if (!freed.ok()) return Fail(freed.status());
-  // Venvs belong to images: those of images no longer recorded go too.
+  // Venvs and system layers belong to images: those of images no longer recorded go too.
   absl::StatusOr<std::vector<images::ImageRecord>> records = store->List();
   if (!records.ok()) return Fail(records.status());
   std::set<std::string> live;
   for (const images::ImageRecord& record : *records) live.insert(record.manifest_digest);
   absl::StatusOr<int64_t> venvs = images::PruneVenvs(*store, live);
   if (!venvs.ok()) return Fail(venvs.status());
-  printf("freed %s\n", HumanSize(*freed + *venvs).c_str());
+  absl::StatusOr<int64_t> system = images::PruneSystemLayers(*store, live);
+  if (!system.ok()) return Fail(system.status());
+  printf("freed %s\n", HumanSize(*freed + *venvs + *system).c_str());
   return 0;
 }
 

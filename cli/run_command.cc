@@ -17,6 +17,7 @@
 #include "core/outcome.h"
 #include "core/plan.h"
 #include "core/plan_json.h"
+#include "images/package_list.h"
 #include "runtime/sandbox_recipe.h"
 
 namespace zygo::cli {
@@ -31,12 +32,16 @@ int Fail(const absl::Status& status) {
 }
 
 // The image into the spec through runtime's recipe, with the CLI's flags: -w and -u win
-// over the image's WorkingDir and User, --pull and --requirements as given.
+// over the image's WorkingDir and User, --pull, --system and --requirements as given.
 absl::Status UseRunImage(RunOptions& options, bool verbose) {
   runtime::ImageOptions image;
   image.pull = {options.pull, options.tls_verify, " and --pull=never was given"};
   image.caller = {options.workdir_set, options.user_set, /*command_is_the_images=*/true};
   image.bytecode = true;
+  absl::StatusOr<std::vector<std::string>> system = images::CanonicalPackageList(options.system);
+  if (!system.ok()) return system.status();
+  image.system = *std::move(system);
+  image.network = runtime::NetworkHostFromEnvironment();
   image.venv = {options.requirements, options.find_links};
   image.verbose = verbose;
   return runtime::UseImage(options.image, image, options.spec);

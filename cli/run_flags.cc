@@ -12,6 +12,7 @@
 #include "core/base/status_macros.h"
 #include "core/loosening.h"
 #include "core/units.h"
+#include "images/package_list.h"
 
 namespace zygo::cli {
 namespace {
@@ -33,6 +34,7 @@ enum LongOnly {
   kTlsVerify,
   kRequirements,
   kFindLinks,
+  kSystem,
   kNet,
   kAllow,
 };
@@ -57,6 +59,7 @@ const struct option kOptions[] = {
     {"tls-verify", optional_argument, nullptr, kTlsVerify},
     {"requirements", required_argument, nullptr, kRequirements},
     {"find-links", required_argument, nullptr, kFindLinks},
+    {"system", required_argument, nullptr, kSystem},
     {"outcome", required_argument, nullptr, kOutcome},
     {"dry-run", no_argument, nullptr, kDryRun},
     {"json", no_argument, nullptr, kJson},
@@ -192,6 +195,12 @@ absl::Status ApplyOption(int option, const char* value, RunOptions* options) {
     case kFindLinks:
       options->find_links = value;
       return absl::OkStatus();
+    case kSystem:
+      if (absl::Status valid = images::ValidatePackageName(value); !valid.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("--system: ", valid.message()));
+      }
+      options->system.push_back(value);
+      return absl::OkStatus();
     case kOutcome:
       options->outcome_path = value;
       return absl::OkStatus();
@@ -251,6 +260,10 @@ absl::StatusOr<RunOptions> ParseRunFlags(int argc, char** argv) {
   if (!options.requirements.empty() && built_in) {
     return absl::InvalidArgumentError(
         "--requirements needs an OCI image (a venv is built with its pip)");
+  }
+  if (!options.system.empty() && built_in) {
+    return absl::InvalidArgumentError(
+        "--system needs an OCI image (its packages are installed with the image's own apt)");
   }
   if (!options.find_links.empty() && options.requirements.empty()) {
     return absl::InvalidArgumentError("--find-links goes with --requirements");
@@ -313,6 +326,10 @@ Flags:
                         PATH first): built once with the image's own pip, then
                         reused for the same image and the same bytes of FILE
       --find-links DIR  pip installs from DIR's wheels only (--no-index), offline
+      --system PKG      a Debian package installed with the image's own apt into a
+                        root kept in the store (built once per image and package
+                        list; the build reaches only the image's apt mirrors; no
+                        maintainer scripts run); repeatable
   -h, --help            this text
 
 An image whose Python stdlib has no .pyc files runs from a root with them, compiled

@@ -3,6 +3,7 @@
 #define ZYGO_CLI_RUN_FLAGS_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/spec.h"
@@ -27,6 +28,7 @@ struct RunOptions {
   images::TlsVerify tls_verify = images::TlsVerify::kDefault;
   std::string requirements;  // --requirements FILE: a cached venv at /venv
   std::string find_links;    // --find-links DIR: pip's wheels, offline
+  std::vector<std::string> system;  // --system PKG...: Debian packages in a system layer
 };
 
 // `args` excludes the program name and the word "run". Flags stop at IMAGE, so the

@@ -70,6 +70,17 @@ TEST(ParseRunFlags, NetAndAllow) {
   EXPECT_FALSE(Parse({"--net", "bogus", "host", "/bin/true"}).ok());
 }
 
+TEST(ParseRunFlags, SystemPackagesAreNamesForAnOciImage) {
+  auto options = Parse({"--system", "curl", "--system", "libpq5", "python:3.12-slim", "true"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->system, (std::vector<std::string>{"curl", "libpq5"}));
+  EXPECT_EQ(Parse({"--system", "-y", "python:3.12-slim", "true"}).status().message(),
+            "--system: \"-y\" is not a Debian package name: lowercase letters, digits, '+', '-' "
+            "and '.', at least two, starting with a letter or digit");
+  EXPECT_EQ(Parse({"--system", "curl", "host", "true"}).status().message(),
+            "--system needs an OCI image (its packages are installed with the image's own apt)");
+}
+
 TEST(ParseRunFlags, BadInputNamesTheProblem) {
   struct Case {
     std::vector<std::string> args;

@@ -51,9 +51,9 @@ bool IsBuildFailure(const absl::Status& status) {
 }
 
 absl::Status ApplyVenv(images::Store& store, const images::RunnableImage& image,
-                       const std::string& rootfs, const VenvFiles& files, bool verbose,
-                       core::Spec& spec) {
-  images::VenvRequest request{files.requirements, files.find_links, spec.loosening};
+                       const std::string& rootfs, const std::string& system_key,
+                       const VenvFiles& files, bool verbose, core::Spec& spec) {
+  images::VenvRequest request{files.requirements, files.find_links, spec.loosening, system_key};
   absl::StatusOr<images::Venv> venv =
       images::EnsureVenv(store, image, rootfs, request, images::RunSandboxJob);
   if (!venv.ok()) {

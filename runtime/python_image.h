@@ -1,6 +1,6 @@
 // What a Python image gets beyond its own root: the bytecode root (images/bytecode_layer.h),
 // built on first use, and a cached venv from a requirements file at /venv
-// (images/venv_cache.h).
+// (images/venv_cache.h). System packages are runtime/system_packages.h.
 #ifndef ZYGO_RUNTIME_PYTHON_IMAGE_H_
 #define ZYGO_RUNTIME_PYTHON_IMAGE_H_
 
@@ -29,11 +29,13 @@ struct VenvFiles {
 };
 
 // Builds (or reuses) the venv for `image` and these files and puts it in `spec`: read-only
-// at /venv and first on PATH, under the caller's own env. A failed build is marked
+// at /venv and first on PATH, under the caller's own env. `rootfs` is the root the run
+// uses; when that is a system layer, `system_key` is its key (the venv is built against
+// its libraries, and keyed on it), else empty. A failed build is marked
 // (MarkBuildFailure).
 absl::Status ApplyVenv(images::Store& store, const images::RunnableImage& image,
-                       const std::string& rootfs, const VenvFiles& files, bool verbose,
-                       core::Spec& spec);
+                       const std::string& rootfs, const std::string& system_key,
+                       const VenvFiles& files, bool verbose, core::Spec& spec);
 
 }  // namespace zygo::runtime
 

@@ -7,10 +7,29 @@
 
 #include "core/base/helper_binary.h"
 #include "core/base/status_macros.h"
+#include "images/build_sandbox.h"
 #include "images/store.h"
 #include "net/network_helper.h"
+#include "runtime/system_packages.h"
 
 namespace zygo::runtime {
+namespace {
+
+// The runner of a system-package build's jobs: the job as a one-shot sandbox
+// (images/build_sandbox.h) launched through this recipe, so a job with an allowlist gets
+// the same egress network as `zygo run --net egress` (nftables, Zygo's resolver, pasta).
+images::SandboxRunner NetworkedJobRunner(const NetworkHost& host) {
+  return [host](const images::SandboxJob& job) {
+    return images::RunSandboxJobWith(
+        job, [&host](const core::Spec& spec,
+                     core::CgroupDriver* cgroups) -> absl::StatusOr<core::Outcome> {
+          ZYGO_ASSIGN_OR_RETURN(Sandbox sandbox, PlanSandbox(spec, host));
+          return LaunchSandbox(sandbox, cgroups);
+        });
+  };
+}
+
+}  // namespace
 
 absl::Status UseImage(const ImageSource& source, const ImageOptions& options, core::Spec& spec) {
   spec.image_name = source.text;
@@ -23,8 +42,17 @@ absl::Status UseImage(const ImageSource& source, const ImageOptions& options, co
                         FindOrPullImage(store, source.reference, source.text, options.pull));
   std::string rootfs = image.rootfs;
   if (options.bytecode) rootfs = BytecodeRootOf(store, image, spec.loosening, options.verbose);
+  std::string system_key;
+  if (!options.system.empty()) {
+    ZYGO_ASSIGN_OR_RETURN(SystemRoot system,
+                          ApplySystemPackages(store, image, rootfs, options.system,
+                                              NetworkedJobRunner(options.network), options.verbose));
+    rootfs = system.rootfs;
+    system_key = system.key;
+  }
   if (!options.venv.requirements.empty()) {
-    ZYGO_RETURN_IF_ERROR(ApplyVenv(store, image, rootfs, options.venv, options.verbose, spec));
+    ZYGO_RETURN_IF_ERROR(
+        ApplyVenv(store, image, rootfs, system_key, options.venv, options.verbose, spec));
   }
   spec.root = core::RootFs::Directory(rootfs);
   return ApplyImageConfig(image, options.caller, spec);

@@ -2,7 +2,7 @@
 // user asked for into a sandbox that can be launched:
 //
 //   UseImage      the image source into the spec: its root, and for an OCI image (pulled
-//                 as the policy says) its config, bytecode root and venv
+//                 as the policy says) its config, bytecode root, system packages and venv
 //   PlanSandbox   the checked plan, and the network plan for egress/full (refused here,
 //                 before any clone)
 //   LaunchSandbox the launch, with the network hooked up before the command runs and
@@ -15,6 +15,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/cgroup.h"
@@ -31,19 +32,6 @@
 
 namespace zygo::runtime {
 
-struct ImageOptions {
-  PullOptions pull;
-  CallerSettings caller;
-  bool bytecode = false;  // run a Python image from its bytecode root
-  VenvFiles venv;         // requirements empty: no venv
-  bool verbose = false;   // say what was built
-};
-
-// Sets spec.root and spec.image_name; for an OCI image also its Env, WorkingDir, User,
-// command and /venv as `options` say. An OCI image's root is in the store, ours to
-// prepare (a function's mountpoints); a dir: root is the user's and never written.
-absl::Status UseImage(const ImageSource& source, const ImageOptions& options, core::Spec& spec);
-
 // Where the network's parts are on this host. Empty fields take the defaults: zygo-net
 // found beside this binary, /usr/bin/pasta, the host's resolv.conf.
 struct NetworkHost {
@@ -51,6 +39,24 @@ struct NetworkHost {
   std::string pasta_path;
   std::string dns_upstream;
 };
+
+struct ImageOptions {
+  PullOptions pull;
+  CallerSettings caller;
+  bool bytecode = false;  // run a Python image from its bytecode root
+  // Debian packages (canonical, images/package_list.h) in a system layer over that
+  // root; empty: none. Its build reaches the image's apt mirrors through `network`.
+  std::vector<std::string> system;
+  NetworkHost network;
+  VenvFiles venv;        // requirements empty: no venv
+  bool verbose = false;  // say what was built
+};
+
+// Sets spec.root and spec.image_name; for an OCI image also its Env, WorkingDir, User,
+// command, system packages and /venv as `options` say (the venv is built against the
+// root with the packages). An OCI image's root is in the store, ours to prepare (a
+// function's mountpoints); a dir: root is the user's and never written.
+absl::Status UseImage(const ImageSource& source, const ImageOptions& options, core::Spec& spec);
 
 // ZYGO_PASTA and ZYGO_DNS_UPSTREAM, which point a test at its own pasta and DNS server.
 NetworkHost NetworkHostFromEnvironment();

@@ -47,10 +47,11 @@ absl::Status EnsureMountpoints(const std::string& rootfs) {
 // The image through runtime's recipe, as `zygo run` takes it: an OCI image's Env,
 // WorkingDir (else /code) and User, and for an exec function its Entrypoint before the
 // command. Pulled as the spec's `pull` says (missing: only when not in the store), its
-// progress a line at a time to `on_progress`.
+// progress a line at a time to `on_progress`; its system packages built with `network`
+// reaching the image's apt mirrors.
 absl::Status UseFunctionImage(const FunctionSpec& function,
                               std::function<void(const std::string&)> on_progress,
-                              core::Spec* sandbox) {
+                              const runtime::NetworkHost& network, core::Spec* sandbox) {
   runtime::ImageOptions options;
   options.pull = {function.pull, images::TlsVerify::kDefault,
                   absl::StrCat(": run `zygo pull ", function.image.text,
@@ -58,6 +59,8 @@ absl::Status UseFunctionImage(const FunctionSpec& function,
                   std::move(on_progress)};
   options.caller.command_is_the_images = function.runtime == Runtime::kExec;
   options.bytecode = true;  // as zygo run: a Python image's stdlib already compiled
+  options.system = function.system;
+  options.network = network;
   options.venv = {function.requirements, function.find_links};
   absl::Status used = runtime::UseImage(function.image, options, *sandbox);
   if (!used.ok()) {
@@ -110,7 +113,8 @@ absl::StatusOr<ZygoteConfig> Function::BuildZygoteConfig() {
     std::lock_guard<std::mutex> lock(mu_);
     progress_ = line;
   };
-  ZYGO_RETURN_IF_ERROR(UseFunctionImage(spec_, on_progress, &sandbox));
+  runtime::NetworkHost network{host_->network_helper, host_->pasta_path, host_->dns_upstream};
+  ZYGO_RETURN_IF_ERROR(UseFunctionImage(spec_, on_progress, network, &sandbox));
   const bool python = spec_.runtime == Runtime::kPython;
   const std::string& agent = python ? host_->python_agent : host_->exec_agent;
   if (agent.empty()) {
@@ -145,7 +149,6 @@ absl::StatusOr<ZygoteConfig> Function::BuildZygoteConfig() {
   // after it is reaped, so twice as many and some to spare.
   sandbox.nested_namespaces = static_cast<int>(2 * slots + 16);
   sandbox.cpus = std::max(spec_.cpus, 1.0) * 2;
-  runtime::NetworkHost network{host_->network_helper, host_->pasta_path, host_->dns_upstream};
   ZYGO_ASSIGN_OR_RETURN(config.sandbox, runtime::PlanSandbox(sandbox, network));
   if (python && host_->runtimes != nullptr) {
     ZYGO_RETURN_IF_ERROR(UseRuntimeZygote(sandbox, sandbox.nested_namespaces, config));

@@ -22,6 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "core/base/status_macros.h"
 #include "core/units.h"
+#include "images/package_list.h"
 #include "net/allowlist.h"
 #include "supervisor/code_policy.h"
 #include "supervisor/toml_fields.h"
@@ -41,8 +42,8 @@ constexpr absl::string_view kNameRule =
 const KnownKeys& SpecKeys() {
   static const auto* keys = new KnownKeys{
       {"",
-       {"name", "image", "pull", "runtime", "entry", "code", "requirements", "find_links", "pool",
-        "preload", "cold_after", "spares", "limits", "env", "net"}},
+       {"name", "image", "pull", "runtime", "entry", "code", "system", "requirements",
+        "find_links", "pool", "preload", "cold_after", "spares", "limits", "env", "net"}},
       {"limits", {"memory", "pids", "cpu", "timeout"}},
       {"net", {"mode", "allow"}},
   };
@@ -160,9 +161,10 @@ class SpecParser : private TomlFields {
     return absl::OkStatus();
   }
 
-  // requirements and find_links: a file and a directory of the code dir, relative to it,
-  // that stay in it once symlinks are resolved.
+  // system: Debian package names. requirements and find_links: a file and a directory of
+  // the code dir, relative to it, that stay in it once symlinks are resolved.
   absl::Status ParseDependencies(const toml::table& root) {
+    if (const toml::node* system = root.get("system")) ZYGO_RETURN_IF_ERROR(ParseSystem(*system));
     const toml::node* requirements = root.get("requirements");
     const toml::node* find_links = root.get("find_links");
     if (requirements == nullptr) {
@@ -176,6 +178,23 @@ class SpecParser : private TomlFields {
     ZYGO_ASSIGN_OR_RETURN(spec_.requirements, InCode(*requirements, "requirements", false));
     if (find_links == nullptr) return absl::OkStatus();
     ZYGO_ASSIGN_OR_RETURN(spec_.find_links, InCode(*find_links, "find_links", true));
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseSystem(const toml::node& node) {
+    std::vector<std::string> names;
+    ZYGO_RETURN_IF_ERROR(GetStringList(node, "system", &names));
+    if (!spec_.image.oci()) {
+      return Error(node, "system",
+                   "needs an OCI image (the packages are installed with the image's own apt)");
+    }
+    for (size_t i = 0; i < names.size(); ++i) {
+      absl::Status valid = images::ValidatePackageName(names[i]);
+      if (!valid.ok()) {
+        return Error(node.as_array()->at(i), absl::StrCat("system[", i, "]"), valid.message());
+      }
+    }
+    ZYGO_ASSIGN_OR_RETURN(spec_.system, images::CanonicalPackageList(std::move(names)));
     return absl::OkStatus();
   }
 

@@ -35,6 +35,9 @@ struct FunctionSpec {
   std::string handler_function;      // python: FUNCTION
   std::vector<std::string> command;  // exec: argv
   std::string code;                  // absolute, symlinks resolved; mounted read-only at /code
+  // An OCI image's Debian packages in a system layer (images/system_layer.h), as `zygo
+  // run --system`: names only, sorted, each once; empty when not given.
+  std::vector<std::string> system;
   // An OCI image's venv (images/venv_cache.h), as `zygo run --requirements --find-links`:
   // files of `code`, absolute and resolved; empty when not given.
   std::string requirements;

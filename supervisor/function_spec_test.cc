@@ -335,6 +335,35 @@ TEST_F(FunctionSpecTest, RequirementsFindLinksAndPull) {
   for (const auto& [text, message] : refused) EXPECT_EQ(ErrorOf(text), message) << text;
 }
 
+// system: Debian package names, with an OCI image; sorted and each once.
+TEST_F(FunctionSpecTest, SystemPackages) {
+  const std::string head = "name = \"app\"\nentry = \"handler.py:main\"\n";
+  const std::string oci = head + "image = \"python:3.12-slim\"\n";  // lines 1-3
+  absl::StatusOr<FunctionSpec> spec =
+      Parse(oci + "system = [\"zlib1g\", \"curl\", \"libpq5\", \"curl\"]\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->system, (std::vector<std::string>{"curl", "libpq5", "zlib1g"}));
+  EXPECT_TRUE(Parse(oci)->system.empty());
+  EXPECT_TRUE(Parse(oci + "system = []\n")->system.empty());
+  const std::pair<std::string, std::string> refused[] = {
+      {head + "system = [\"curl\"]\n",
+       "hello.toml:3: system: needs an OCI image (the packages are installed with the image's "
+       "own apt)"},
+      {head + "image = \"dir:/\"\nsystem = [\"curl\"]\n",
+       "hello.toml:4: system: needs an OCI image (the packages are installed with the image's "
+       "own apt)"},
+      {oci + "system = [\"curl\",\n  \"--allow-unauthenticated\"]\n",
+       "hello.toml:5: system[1]: \"--allow-unauthenticated\" is not a Debian package name: "
+       "lowercase letters, digits, '+', '-' and '.', at least two, starting with a letter or "
+       "digit"},
+      {oci + "system = [\"curl=7.88.1\"]\n",
+       "hello.toml:4: system[0]: \"curl=7.88.1\" is not a Debian package name: lowercase "
+       "letters, digits, '+', '-' and '.', at least two, starting with a letter or digit"},
+  };
+  for (const auto& [text, message] : refused) EXPECT_EQ(ErrorOf(text), message) << text;
+  EXPECT_THAT(ErrorOf(oci + "system = \"curl\"\n"), testing::StartsWith("hello.toml:4: system: "));
+}
+
 TEST_F(FunctionSpecTest, UnknownKeysSuggestTheClosestKnownOne) {
   const std::string kHead = "name = \"hello\"\nentry = \"handler.py:main\"\n";
   EXPECT_EQ(ErrorOf(kHead + "[limits]\nmemroy = \"1G\"\n"),
