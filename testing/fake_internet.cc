@@ -60,7 +60,8 @@ absl::Status FakeInternet::Wire() const {
       {"ip", "link", "set", "vi", "up"},
   };
   for (const char* address :
-       {kAllowedAddress, kOtherAddress, kOtherDns, kDnsServer, kLanAddress, kMetadataAddress}) {
+       {kAllowedAddress, kOtherAddress, kOtherDns, kDnsServer, kLanAddress, kMetadataAddress,
+        kMirrorAddress}) {
     internet_setup.push_back({"ip", "addr", "add", absl::StrCat(address, "/32"), "dev", "lo"});
   }
   for (const auto& argv : internet_setup) ZYGO_RETURN_IF_ERROR(internet_->Run(argv).status());
@@ -86,6 +87,9 @@ absl::Status FakeInternet::Serve() {
     listeners.emplace_back(std::move(listener), service);
   }
   tcp_ = std::make_unique<FakeTcpServers>(std::move(listeners));
+  ZYGO_ASSIGN_OR_RETURN(base::UniqueFd mirror,
+                        net::testing::Listen(internet_->fd(), kMirrorAddress, 80));
+  mirror_ = std::make_unique<FakeHttpFiles>(std::move(mirror));
   for (const char* address : {kAllowedAddress, kOtherAddress, kLanAddress, kMetadataAddress}) {
     ZYGO_ASSIGN_OR_RETURN(udp_sinks_[address],
                           net::testing::BindUdp(internet_->fd(), address, 8080));
@@ -95,8 +99,10 @@ absl::Status FakeInternet::Serve() {
   ZYGO_ASSIGN_OR_RETURN(base::UniqueFd dns, net::testing::BindUdp(internet_->fd(), kDnsServer, 53));
   ZYGO_ASSIGN_OR_RETURN(base::UniqueFd other,
                         net::testing::BindUdp(internet_->fd(), kOtherDns, 53));
-  const std::map<std::string, std::string> records = {
-      {kAllowedName, kAllowedAddress}, {"other.test", kOtherAddress}, {"rebind.test", kLanAddress}};
+  const std::map<std::string, std::string> records = {{kAllowedName, kAllowedAddress},
+                                                       {"other.test", kOtherAddress},
+                                                       {"rebind.test", kLanAddress},
+                                                       {kMirrorName, kMirrorAddress}};
   dns_ = std::make_unique<FakeDns>(std::move(dns), records);
   other_dns_ = std::make_unique<FakeDns>(std::move(other), records);
   return absl::OkStatus();

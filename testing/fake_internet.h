@@ -1,7 +1,8 @@
 // The fake internet the network escape tests attack and `zygo bench net` measures on: a
 // "machine" network namespace (where zygo or the supervisor runs) joined by veth to an
 // "internet" namespace with DNS servers, TCP servers and UDP sinks on TEST-NET addresses, a
-// LAN host and a metadata server, and a record of what arrived. Needs root.
+// LAN host, a metadata server and a Debian mirror, and a record of what arrived. Needs
+// root.
 #ifndef ZYGO_TESTING_FAKE_INTERNET_H_
 #define ZYGO_TESTING_FAKE_INTERNET_H_
 
@@ -14,6 +15,7 @@
 #include "core/base/unique_fd.h"
 #include "net/internal/test_netns.h"
 #include "testing/fake_dns.h"
+#include "testing/fake_http_files.h"
 #include "testing/fake_tcp_servers.h"
 
 namespace zygo::testing {
@@ -29,6 +31,11 @@ inline constexpr int kSourcePort = 8081;                       // a byte source 
 inline constexpr char kOtherAddress[] = "198.51.100.20";       // other.test; TCP 8080
 inline constexpr char kLanAddress[] = "10.0.0.5";              // rebind.test; TCP 8080
 inline constexpr char kMetadataAddress[] = "169.254.169.254";  // TCP 80
+// A Debian mirror under the real mirror's name (test images' apt sources name it): the
+// fake DNS servers answer kMirrorName with kMirrorAddress, whose port 80 serves the
+// files of FakeInternet::mirror().
+inline constexpr char kMirrorName[] = "deb.debian.org";
+inline constexpr char kMirrorAddress[] = "198.51.100.80";
 
 // Both namespaces, wired, with the servers up. The namespaces are held by processes that
 // die with this object or with the test (net/internal/test_netns.h); nothing is mounted
@@ -45,6 +52,7 @@ class FakeInternet {
   const net::testing::TestNetns& internet() const { return *internet_; }
   FakeDns& dns() { return *dns_; }              // at kDnsServer:53
   FakeDns& other_dns() { return *other_dns_; }  // at kOtherDns:53
+  FakeHttpFiles& mirror() { return *mirror_; }   // at kMirrorAddress:80
   // TCP: kAllowedAddress 8080, kOtherAddress 8080, kLanAddress 8080 and kMetadataAddress 80
   // accept and close; kAllowedAddress kSourcePort is a byte source (FakeTcpServers).
 
@@ -67,6 +75,7 @@ class FakeInternet {
   std::unique_ptr<net::testing::TestNetns> machine_;
   std::unique_ptr<net::testing::TestNetns> internet_;
   std::unique_ptr<FakeTcpServers> tcp_;
+  std::unique_ptr<FakeHttpFiles> mirror_;
   std::map<std::string, base::UniqueFd> udp_sinks_;  // address -> socket on port 8080
   base::UniqueFd icmp_;                              // raw, IPPROTO_ICMP
   std::unique_ptr<FakeDns> dns_;

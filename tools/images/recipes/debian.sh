@@ -45,10 +45,11 @@ inputs_debian() {
   dpkg-query -W -f='${Version}\n' mmdebstrap 2>/dev/null || true
 }
 
-# debian_image OUT PACKAGES CMD_JSON: one-layer image of the essential set plus PACKAGES
-# (comma-separated), with the Debian PATH and Cmd CMD_JSON.
+# debian_image OUT PACKAGES CMD_JSON [HOOK]: one-layer image of the essential set plus
+# PACKAGES (comma-separated), with the Debian PATH and Cmd CMD_JSON. HOOK, when given, is
+# one more mmdebstrap --customize-hook (a shell command; "$1" is the root).
 debian_image() {
-  local out=$1 packages=$2 cmd=$3 root=$WORK/rootfs mirror
+  local out=$1 packages=$2 cmd=$3 hook=${4:-true} root=$WORK/rootfs mirror
   mirror=$(debian_mirror)
   if [[ $(id -u) -ne 0 ]]; then
     log "building Debian images needs root (mmdebstrap root mode)"
@@ -67,6 +68,7 @@ debian_image() {
     --dpkgopt='path-exclude=/usr/share/doc/*' \
     --dpkgopt='path-include=/usr/share/doc/*/copyright' \
     --customize-hook='rm -f "$1/etc/resolv.conf" "$1/etc/hostname"' \
+    --customize-hook="$hook" \
     "$DEBIAN_SUITE" "$root" "$mirror" >"$WORK/mmdebstrap.log" 2>&1 || {
     log "mmdebstrap failed:"
     tail -n 40 "$WORK/mmdebstrap.log" >&2
