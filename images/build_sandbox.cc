@@ -46,44 +46,11 @@ core::Spec SpecFor(const SandboxJob& job) {
 }
 
 absl::StatusOr<core::Outcome> LaunchWithoutNetwork(const core::Spec& spec,
-                                                   core::CgroupDriver* cgroups) {
+                                                   core::CgroupDriver* cgroups,
+                                                   const core::LaunchOptions& options) {
   ZYGO_ASSIGN_OR_RETURN(core::Plan plan, core::BuildPlan(spec));
-  return core::Launch(plan, cgroups);
+  return core::Launch(plan, cgroups, options);
 }
-
-// Points this process's stdin at /dev/null and stdout/stderr at a file until destroyed,
-// so the sandbox child, which inherits fds 0-2 at clone, writes there. Core's Spec has
-// no stdio settings, and `zygo run` is single-threaded while it builds, so swapping the
-// process's own fds for the length of one Launch is safe.
-// TODO(images issue 3): a stdio setting in core::Spec would make this unnecessary.
-class StdioRedirect {
- public:
-  static absl::StatusOr<std::unique_ptr<StdioRedirect>> To(const std::string& path) {
-    base::UniqueFd file(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    if (!file.valid()) return base::ErrnoStatus(errno, absl::StrCat("open(", path, ")"));
-    base::UniqueFd null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-    if (!null.valid()) return base::ErrnoStatus(errno, "open(/dev/null)");
-    auto redirect = std::unique_ptr<StdioRedirect>(new StdioRedirect());
-    fflush(stdout);
-    fflush(stderr);
-    for (int fd = 0; fd <= 2; ++fd) {
-      redirect->saved_[fd].Reset(::fcntl(fd, F_DUPFD_CLOEXEC, 3));
-      if (!redirect->saved_[fd].valid()) return base::ErrnoStatus(errno, "dup(stdio)");
-      int from = fd == 0 ? null.get() : file.get();
-      if (::dup2(from, fd) < 0) return base::ErrnoStatus(errno, "dup2(stdio)");
-    }
-    return redirect;
-  }
-  ~StdioRedirect() {
-    for (int fd = 0; fd <= 2; ++fd) {
-      if (saved_[fd].valid()) ::dup2(saved_[fd].get(), fd);
-    }
-  }
-
- private:
-  StdioRedirect() = default;
-  base::UniqueFd saved_[3];
-};
 
 }  // namespace
 
@@ -98,12 +65,22 @@ absl::StatusOr<int> RunSandboxJob(const SandboxJob& job) {
 absl::StatusOr<int> RunSandboxJobWith(const SandboxJob& job, const JobLauncher& launch) {
   const core::Spec spec = SpecFor(job);
   absl::StatusOr<std::unique_ptr<core::CgroupDriver>> driver = core::ProbeCgroupDriver();
-  std::unique_ptr<StdioRedirect> redirect;
+  // The job's stdio goes to its log through the launch itself, never by swapping this
+  // process's fds 0-2: the supervisor builds for several functions at once, and its own
+  // log is on them.
+  core::LaunchOptions options;
+  base::UniqueFd output, null;
   if (!job.output.empty()) {
-    ZYGO_ASSIGN_OR_RETURN(redirect, StdioRedirect::To(job.output));
+    output.Reset(::open(job.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (!output.valid()) return base::ErrnoStatus(errno, absl::StrCat("open(", job.output, ")"));
+    null.Reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    if (!null.valid()) return base::ErrnoStatus(errno, "open(/dev/null)");
+    options.stdio_fds[0] = null.get();
+    options.stdio_fds[1] = output.get();
+    options.stdio_fds[2] = output.get();
   }
-  absl::StatusOr<core::Outcome> launched = launch(spec, driver.ok() ? driver->get() : nullptr);
-  redirect.reset();
+  absl::StatusOr<core::Outcome> launched =
+      launch(spec, driver.ok() ? driver->get() : nullptr, options);
   ZYGO_ASSIGN_OR_RETURN(core::Outcome outcome, std::move(launched));
   switch (outcome.status) {
     case core::OutcomeStatus::kOk:

@@ -8,18 +8,20 @@
 
 #include "absl/status/statusor.h"
 #include "core/cgroup.h"
+#include "core/launch.h"
 #include "core/outcome.h"
 #include "core/spec.h"
 #include "images/sandbox_job.h"
 
 namespace zygo::images {
 
-// Launches a job once it is a core::Spec (its net and allow set from job.allow) and
-// returns how it ended. RunSandboxJob's own is core's BuildPlan and Launch, which attach
-// no network; runtime passes one that plans and attaches the egress network
-// (runtime::PlanSandbox and LaunchSandbox), which images may not depend on.
-using JobLauncher = std::function<absl::StatusOr<core::Outcome>(const core::Spec& spec,
-                                                                core::CgroupDriver* cgroups)>;
+// Launches a job once it is a core::Spec (its net and allow set from job.allow) with
+// `options` (the job's stdio) and returns how it ended. RunSandboxJob's own is core's
+// BuildPlan and Launch, which attach no network; runtime passes one that plans and
+// attaches the egress network (runtime::PlanSandbox and LaunchSandbox), which images may
+// not depend on.
+using JobLauncher = std::function<absl::StatusOr<core::Outcome>(
+    const core::Spec& spec, core::CgroupDriver* cgroups, const core::LaunchOptions& options)>;
 
 // A SandboxRunner: `job` as a one-shot sandbox (new namespaces, read-only root, seccomp,
 // Landlock, loopback-only network, a cgroup with job.memory_bytes, every host CPU, 512

@@ -21,10 +21,10 @@ namespace {
 images::SandboxRunner NetworkedJobRunner(const NetworkHost& host) {
   return [host](const images::SandboxJob& job) {
     return images::RunSandboxJobWith(
-        job, [&host](const core::Spec& spec,
-                     core::CgroupDriver* cgroups) -> absl::StatusOr<core::Outcome> {
+        job, [&host](const core::Spec& spec, core::CgroupDriver* cgroups,
+                     const core::LaunchOptions& options) -> absl::StatusOr<core::Outcome> {
           ZYGO_ASSIGN_OR_RETURN(Sandbox sandbox, PlanSandbox(spec, host));
-          return LaunchSandbox(sandbox, cgroups);
+          return LaunchSandbox(sandbox, cgroups, options);
         });
   };
 }
