@@ -253,7 +253,9 @@ absl::StatusOr<SystemLayer> Build(Store& store, const RunnableImage& image,
   work.log = work.dir + ".log";
   const std::string entry = store.TempPath("system");
   absl::StatusOr<OverlayStats> laid = [&]() -> absl::StatusOr<OverlayStats> {
-    ZYGO_RETURN_IF_ERROR(EnsureResolvConf(request.base_rootfs));
+    if (absl::Status mountpoint = EnsureResolvConf(request.base_rootfs); !mountpoint.ok()) {
+      return Failure(mountpoint.code(), mountpoint.message());
+    }
     ZYGO_RETURN_IF_ERROR(MakeWork(work));
     ZYGO_ASSIGN_OR_RETURN(layer.debs, FetchAndUnpack(image, request, hosts, work, run));
     return Assemble(image, request, work, entry, final_path);

@@ -202,6 +202,32 @@ TEST_F(SystemLayerTest, ImagesThatCannotDoItAreRefusedBeforeAnyJob) {
   EXPECT_TRUE(fs::is_empty(store_->root() + "/tmp"));
 }
 
+// The build's network binds its own resolv.conf over the root's, which image layers
+// often lack: the store's copy of the root gets an empty one, never through a link.
+TEST_F(SystemLayerTest, TheBaseRootGetsAResolvConfButNeverThroughALink) {
+  ASSERT_FALSE(fs::exists(image_.rootfs + "/etc/resolv.conf"));
+  ASSERT_TRUE(EnsureSystemLayer(*store_, image_, request_, Fake()).ok());
+  EXPECT_TRUE(fs::is_regular_file(image_.rootfs + "/etc/resolv.conf"));
+  EXPECT_EQ(Read(image_.rootfs + "/etc/resolv.conf"), "");
+
+  // An image whose /etc is an absolute link: its sources are read inside the root, and
+  // the same path on the host is never written.
+  const std::string outside = dir_ + "/outside";
+  fs::create_directories(outside);
+  fs::rename(image_.rootfs + "/etc", image_.rootfs + "/real-etc");
+  fs::create_directories(fs::path(image_.rootfs + outside).parent_path());
+  fs::create_directory_symlink("/real-etc", image_.rootfs + outside);
+  fs::create_directory_symlink(outside, image_.rootfs + "/etc");
+  fs::remove(image_.rootfs + "/real-etc/resolv.conf");
+  request_.packages = {"other"};
+  absl::StatusOr<SystemLayer> layer = EnsureSystemLayer(*store_, image_, request_, Fake());
+  EXPECT_FALSE(layer.ok());
+  EXPECT_TRUE(absl::StartsWith(layer.status().message(), "system packages: open(")) << layer.status();
+  EXPECT_TRUE(absl::StrContains(layer.status().message(), "/etc): ")) << layer.status();
+  EXPECT_TRUE(fs::is_empty(outside)) << "written through the image's link";
+  EXPECT_TRUE(fs::is_empty(store_->root() + "/tmp"));
+}
+
 TEST_F(SystemLayerTest, PruneKeepsTheLayersOfRecordedImages) {
   ASSERT_TRUE(EnsureSystemLayer(*store_, image_, request_, Fake()).ok());
   RunnableImage other = image_;
