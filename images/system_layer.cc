@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -22,6 +23,7 @@
 #include "core/base/errno_status.h"
 #include "core/base/status_macros.h"
 #include "core/base/sys/fs.h"
+#include "core/base/sys/openat2.h"
 #include "core/base/sys/remove_tree.h"
 #include "core/base/unique_fd.h"
 #include "images/apt_sources.h"
@@ -65,18 +67,21 @@ std::string FailureLine(const std::string& log) {
   return chosen.size() > 300 ? chosen.substr(0, 300) + "..." : chosen;
 }
 
-// Whether `tool` is on the image's PATH inside `rootfs` (any kind of entry: a dangling
-// link fails later, when the job runs it, with its own error).
-bool HasTool(const std::string& rootfs, const std::vector<std::string>& image_env,
-             absl::string_view tool) {
+// Whether `tool` is on the image's PATH inside the root `root` (any kind of entry: a
+// dangling link fails later, when the job runs it, with its own error). The image's links
+// are resolved inside its root, never on the host.
+bool HasTool(int root, const std::vector<std::string>& image_env, absl::string_view tool) {
   std::string path = kDefaultPath;
   for (const std::string& entry : image_env) {
     if (absl::StartsWith(entry, "PATH=")) path = entry.substr(5);
   }
   for (absl::string_view dir : absl::StrSplit(path, ':', absl::SkipEmpty())) {
-    struct stat st;
-    if (absl::StartsWith(dir, "/") &&
-        ::lstat(absl::StrCat(rootfs, dir, "/", tool).c_str(), &st) == 0) {
+    if (!absl::StartsWith(dir, "/")) continue;
+    const std::string in_root = absl::StrCat(".", dir, "/", tool);
+    int fd = base::sys::RawOpenat2(root, in_root.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC, 0,
+                                   RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+    if (fd >= 0) {
+      ::close(fd);
       return true;
     }
   }
@@ -86,8 +91,9 @@ bool HasTool(const std::string& rootfs, const std::vector<std::string>& image_en
 // Step 1: the image can do it, and the hosts its sources need.
 absl::StatusOr<std::vector<std::string>> CheckImage(const RunnableImage& image,
                                                     const std::string& rootfs) {
+  ZYGO_ASSIGN_OR_RETURN(UniqueFd root, base::sys::OpenDirectory(rootfs));
   for (const char* tool : {"apt-get", "dpkg-deb"}) {
-    if (!HasTool(rootfs, image.config.env, tool)) {
+    if (!HasTool(root.get(), image.config.env, tool)) {
       return Failure(absl::StatusCode::kFailedPrecondition,
                      absl::StrCat("the image has no ", tool,
                                   " (zygo installs them with the image's own apt)"));

@@ -186,6 +186,17 @@ TEST_F(SystemLayerTest, ImagesThatCannotDoItAreRefusedBeforeAnyJob) {
             "apt)");
   WriteTestFile(image_.rootfs + "/usr/bin/dpkg-deb", "");
 
+  // A PATH directory that is an absolute link: looked up inside the root, where it leads
+  // nowhere, and never on the host, where it has an apt-get.
+  fs::remove(image_.rootfs + "/usr/bin/apt-get");
+  WriteTestFile(dir_ + "/host-bin/apt-get", "");
+  fs::create_directory_symlink(dir_ + "/host-bin", image_.rootfs + "/bin");
+  layer = EnsureSystemLayer(*store_, image_, request_, Fake());
+  EXPECT_EQ(layer.status().message(),
+            "system packages: the image has no apt-get (zygo installs them with the image's own "
+            "apt)");
+  WriteTestFile(image_.rootfs + "/usr/bin/apt-get", "");
+
   WriteTestFile(image_.rootfs + "/etc/apt/sources.list.d/lan.list",
                 "deb http://10.0.0.5/debian bookworm main\n");
   layer = EnsureSystemLayer(*store_, image_, request_, Fake());
