@@ -176,9 +176,13 @@ absl::Status RunStep(const RunnableImage& image, const std::string& rootfs, cons
   return absl::OkStatus();
 }
 
-// The .deb files apt fetched: regular files of archives/, sorted.
+// The .deb files apt fetched: regular files of archives/, sorted. O_NOFOLLOW: the job
+// could have made archives/ a link to a host directory.
 absl::StatusOr<std::vector<std::string>> Downloaded(const Work& work) {
-  ZYGO_ASSIGN_OR_RETURN(UniqueFd fd, base::sys::OpenDirectory(work.archives()));
+  UniqueFd fd(::open(work.archives().c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd.valid()) {
+    return base::ErrnoStatus(errno, absl::StrCat("open(", work.archives(), ", O_NOFOLLOW)"));
+  }
   DIR* dir = ::fdopendir(fd.get());
   if (dir == nullptr) return base::ErrnoStatus(errno, absl::StrCat("fdopendir(", work.archives(), ")"));
   fd.Release();  // the DIR owns it now

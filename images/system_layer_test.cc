@@ -178,6 +178,29 @@ TEST_F(SystemLayerTest, AptsErrorIsTheOneLineAndNothingStays) {
   EXPECT_TRUE(fs::is_empty(store_->root() + "/tmp"));
 }
 
+// The jobs write in the build's scratch directory; one that swaps the unpacked tree for
+// a link to a host directory makes the build fail, and that directory's files stay.
+TEST_F(SystemLayerTest, AJobsLinkOutOfTheScratchDirectoryIsNotFollowed) {
+  const std::string host_dir = dir_ + "/host-dir";
+  WriteTestFile(host_dir + "/usr/share/secret.txt", "host\n");
+  SandboxRunner fake = Fake();
+  absl::StatusOr<SystemLayer> layer =
+      EnsureSystemLayer(*store_, image_, request_, [&](const SandboxJob& job) {
+        absl::StatusOr<int> exit_code = fake(job);
+        if (job.argv[0] == "dpkg-deb") {
+          fs::remove_all(job.mounts[0].host + "/out");
+          fs::create_directory_symlink(host_dir, job.mounts[0].host + "/out");
+        }
+        return exit_code;
+      });
+  ASSERT_FALSE(layer.ok());
+  EXPECT_TRUE(absl::StartsWith(layer.status().message(), "system packages: open(")) << layer.status();
+  EXPECT_TRUE(absl::StrContains(layer.status().message(), "O_NOFOLLOW")) << layer.status();
+  EXPECT_EQ(Read(host_dir + "/usr/share/secret.txt"), "host\n");
+  EXPECT_TRUE(fs::is_empty(store_->root() + "/system/sha256"));
+  EXPECT_TRUE(fs::is_empty(store_->root() + "/tmp"));
+}
+
 TEST_F(SystemLayerTest, ImagesThatCannotDoItAreRefusedBeforeAnyJob) {
   fs::remove(image_.rootfs + "/usr/bin/dpkg-deb");
   absl::StatusOr<SystemLayer> layer = EnsureSystemLayer(*store_, image_, request_, Fake());

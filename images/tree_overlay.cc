@@ -185,7 +185,11 @@ class Overlay {
 }  // namespace
 
 absl::StatusOr<OverlayStats> OverlayTree(const std::string& tree, const std::string& root) {
-  ZYGO_ASSIGN_OR_RETURN(UniqueFd from, base::sys::OpenDirectory(tree));
+  // O_NOFOLLOW: the tree is what a sandboxed job left; had it replaced the directory with
+  // a link to a host directory, the walk would move that directory's files.
+  int fd = ::open(tree.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return base::ErrnoStatus(errno, absl::StrCat("open(", tree, ", O_NOFOLLOW)"));
+  UniqueFd from(fd);
   ZYGO_ASSIGN_OR_RETURN(UniqueFd into, base::sys::OpenDirectory(root));
   Overlay overlay(into.get());
   ZYGO_RETURN_IF_ERROR(overlay.Merge(from.get(), ""));

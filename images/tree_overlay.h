@@ -22,7 +22,7 @@ struct OverlayStats {
 // Moves every regular file and symlink of `tree` into `root` (rename(2): both must be on
 // one filesystem, and `tree` is consumed), creating missing directories with the tree's
 // modes; fifos, sockets and devices are skipped. The tree is walked without following
-// any symlink; the root's paths are resolved with openat2(RESOLVE_IN_ROOT), so nothing
+// any symlink, `tree` itself included (a link there is an error); the root's paths are resolved with openat2(RESOLVE_IN_ROOT), so nothing
 // lands outside `root`. Setuid and setgid bits are dropped. A file placed as NAME.py
 // removes NAME.*.pyc from the __pycache__ beside it: the store's bytecode is
 // unchecked-hash (images/bytecode_layer.h), so Python would never notice the new source.

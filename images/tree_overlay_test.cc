@@ -85,6 +85,16 @@ TEST_F(TreeOverlay, NothingLandsOutsideTheRoot) {
   EXPECT_TRUE(fs::is_symlink(root_ + "/usr/out"));
 }
 
+TEST_F(TreeOverlay, ATreeThatIsALinkIsRefused) {
+  const std::string elsewhere = dir_ + "/elsewhere";
+  WriteTestFile(elsewhere + "/usr/x.txt", "x");
+  fs::remove_all(tree_);
+  fs::create_directory_symlink(elsewhere, tree_);
+  EXPECT_FALSE(OverlayTree(tree_, root_).ok());
+  EXPECT_TRUE(fs::exists(elsewhere + "/usr/x.txt"));
+  EXPECT_FALSE(fs::exists(root_ + "/usr/x.txt"));
+}
+
 TEST_F(TreeOverlay, AReplacedSourceLosesItsBytecode) {
   const std::string lib = root_ + "/usr/lib/python3.11";
   WriteTestFile(lib + "/json/decoder.py", "old\n");
