@@ -26,8 +26,8 @@ struct RunOptions {
   bool user_set = false;     // -u given: the image's User does not apply
   PullPolicy pull = PullPolicy::kMissing;
   images::TlsVerify tls_verify = images::TlsVerify::kDefault;
-  std::string requirements;  // --requirements FILE: a cached venv at /venv
-  std::string find_links;    // --find-links DIR: pip's wheels, offline
+  std::string requirements;         // --requirements FILE: a cached venv at /venv
+  std::string find_links;           // --find-links DIR: pip's wheels, offline
   std::vector<std::string> system;  // --system PKG...: Debian packages in a system layer
 };
 

@@ -133,8 +133,8 @@ class SystemPackagesCli : public ::testing::Test {
     if (geteuid() != 0 || access("/usr/bin/pasta", X_OK) != 0) return;
     absl::StatusOr<TestImage> image = BuildTestImage("python-apt");
     if (!image.ok()) {
-      skip_ = new std::string(absl::StrCat(image.status().message(),
-                                           " (needs root and the Debian mirror)"));
+      skip_ = new std::string(
+          absl::StrCat(image.status().message(), " (needs root and the Debian mirror)"));
       return;
     }
     image_ = new TestImage(*image);
@@ -164,10 +164,10 @@ class SystemPackagesCli : public ::testing::Test {
     ASSERT_EQ(RunOnHost({"/bin/bash", "-c", kMirrorScript, "bash", scratch_ + "/mirror"}).exit_code,
               0);
     session_->internet().mirror().SetRoot(scratch_ + "/mirror");
-    ASSERT_EQ(RunOnHost({"/usr/bin/python3", "-c", kWheelScript, code_ + "/wheels",
-                         "hello from tinypkg"})
-                  .exit_code,
-              0);
+    ASSERT_EQ(
+        RunOnHost({"/usr/bin/python3", "-c", kWheelScript, code_ + "/wheels", "hello from tinypkg"})
+            .exit_code,
+        0);
     std::ofstream(code_ + "/requirements.txt") << "tinypkg==1.0\n";
     std::ofstream(code_ + "/handler.py") << kHandler;
     StartRegistry();
@@ -189,11 +189,12 @@ class SystemPackagesCli : public ::testing::Test {
 
   // A registry on the machine's loopback holding the image, which the store lacks.
   void StartRegistry() {
-    RunResult started =
-        RunOnHost({Runfile("testing/registry/serve"), "anonymous", "--watch", absl::StrCat(getpid())});
+    RunResult started = RunOnHost(
+        {Runfile("testing/registry/serve"), "anonymous", "--watch", absl::StrCat(getpid())});
     ASSERT_EQ(started.exit_code, 0) << started.err;
     std::smatch match;
-    if (std::regex_search(started.out, match, std::regex("DIR=([^ \\n]+)"))) registry_dir_ = match[1];
+    if (std::regex_search(started.out, match, std::regex("DIR=([^ \\n]+)")))
+      registry_dir_ = match[1];
     ASSERT_TRUE(std::regex_search(started.out, match, std::regex("REGISTRY=([^ \\n]+)")));
     reference_ = absl::StrCat(match[1].str(), "/zygo/python-apt:1");
     RunResult pushed = RunOnHost({Runfile("testing/registry/push"), image_->layout, reference_});
@@ -277,8 +278,9 @@ TEST_F(SystemPackagesCli, UpFromScratchInstallsThePackagesOnceAndRemembersAFailu
   RunResult bad = Up("bad", "[\"zygo-test-nosuch\"]");
   EXPECT_EQ(bad.exit_code, 125);
   EXPECT_EQ(LineCount(bad.err), 1) << bad.err;
-  EXPECT_TRUE(absl::StrContains(bad.err, "system packages: apt-get install failed (exit 100): "
-                                         "E: Unable to locate package zygo-test-nosuch"))
+  EXPECT_TRUE(absl::StrContains(bad.err,
+                                "system packages: apt-get install failed (exit 100): "
+                                "E: Unable to locate package zygo-test-nosuch"))
       << bad.err;
   const size_t asked = mirror.Requests().size();
   EXPECT_GT(asked, fetched.size()) << "the failed build asked the mirror";

@@ -99,9 +99,8 @@ absl::StatusOr<std::string> HostEntry(absl::string_view scheme, absl::string_vie
                   [](char c) { return absl::ascii_isdigit(c) || c == '.'; })) {
     return absl::InvalidArgumentError("an IP address (the build's network allows names only)");
   }
-  if (!std::all_of(name.begin(), name.end(), [](char c) {
-        return absl::ascii_isalnum(c) || c == '-' || c == '.';
-      })) {
+  if (!std::all_of(name.begin(), name.end(),
+                   [](char c) { return absl::ascii_isalnum(c) || c == '-' || c == '.'; })) {
     return absl::InvalidArgumentError("a host that is not a DNS name");
   }
   return absl::StrCat(name, ":", port);
@@ -114,7 +113,8 @@ absl::StatusOr<std::optional<std::string>> ReadInRoot(int root, const std::strin
   if (fd < 0) return base::ErrnoStatus(-fd, absl::StrCat("openat2(/", path, ", RESOLVE_IN_ROOT)"));
   UniqueFd file(fd);
   struct stat st;
-  if (::fstat(file.get(), &st) != 0) return base::ErrnoStatus(errno, absl::StrCat("fstat(/", path, ")"));
+  if (::fstat(file.get(), &st) != 0)
+    return base::ErrnoStatus(errno, absl::StrCat("fstat(/", path, ")"));
   if (!S_ISREG(st.st_mode) || st.st_size > kMaxSourceFileBytes) {
     return absl::InvalidArgumentError(
         absl::StrCat("/", path, ": not a regular file of at most 1 MiB"));
@@ -126,8 +126,8 @@ absl::StatusOr<std::optional<std::string>> ReadInRoot(int root, const std::strin
 // The names in sources.list.d that apt reads: [A-Za-z0-9_.-]+ ending .list or .sources.
 absl::StatusOr<std::vector<std::string>> SourcePartNames(int root) {
   std::string parts(absl::StripPrefix(kAptSourceParts, "/"));
-  int fd = base::sys::RawOpenat2(root, parts.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0,
-                                 kInRoot);
+  int fd =
+      base::sys::RawOpenat2(root, parts.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, kInRoot);
   if (fd == -ENOENT || fd == -ENOTDIR) return std::vector<std::string>();
   if (fd < 0) return base::ErrnoStatus(-fd, absl::StrCat("openat2(", kAptSourceParts, ")"));
   DIR* dir = ::fdopendir(fd);
@@ -198,7 +198,8 @@ absl::StatusOr<std::vector<AptSource>> ParseDeb822Sources(absl::string_view text
       continue;
     }
     size_t colon = line.find(':');
-    if (colon == absl::string_view::npos) return Malformed(file, number, "not a \"Field: value\" line");
+    if (colon == absl::string_view::npos)
+      return Malformed(file, number, "not a \"Field: value\" line");
     if (paragraph.empty()) first = number;
     last = absl::AsciiStrToLower(absl::StripAsciiWhitespace(line.substr(0, colon)));
     paragraph[last] = {std::string(absl::StripAsciiWhitespace(line.substr(colon + 1))), number};
@@ -235,8 +236,8 @@ absl::StatusOr<std::vector<AptSource>> ReadAptSources(const std::string& rootfs)
     ZYGO_ASSIGN_OR_RETURN(std::optional<std::string> text, ReadInRoot(root.get(), path));
     if (!text.has_value()) return absl::OkStatus();
     std::string file = "/" + path;
-    ZYGO_ASSIGN_OR_RETURN(std::vector<AptSource> parsed,
-                          deb822 ? ParseDeb822Sources(*text, file) : ParseOneLineSources(*text, file));
+    ZYGO_ASSIGN_OR_RETURN(std::vector<AptSource> parsed, deb822 ? ParseDeb822Sources(*text, file)
+                                                                : ParseOneLineSources(*text, file));
     sources.insert(sources.end(), parsed.begin(), parsed.end());
     return absl::OkStatus();
   };

@@ -37,9 +37,8 @@ TEST(AptSources, OneLineFormatWithOptionsAndComments) {
       "#deb http://disabled.example/debian bookworm main\n",
       "/etc/apt/sources.list");
   ASSERT_TRUE(sources.ok()) << sources.status();
-  EXPECT_THAT(Uris(*sources),
-              ElementsAre("http://deb.debian.org/debian", "https://a.example/x",
-                          "http://b.example:8080/y", "http://src.example/debian"));
+  EXPECT_THAT(Uris(*sources), ElementsAre("http://deb.debian.org/debian", "https://a.example/x",
+                                          "http://b.example:8080/y", "http://src.example/debian"));
   EXPECT_EQ((*sources)[0].line, 2);
   EXPECT_EQ((*sources)[2].line, 5);
   EXPECT_EQ((*sources)[2].file, "/etc/apt/sources.list");
@@ -48,8 +47,7 @@ TEST(AptSources, OneLineFormatWithOptionsAndComments) {
 TEST(AptSources, OneLineFormatErrorsNameTheLine) {
   absl::StatusOr<std::vector<AptSource>> unknown =
       ParseOneLineSources("deb http://a.example/ x main\nrpm http://b.example/ x\n", "/f.list");
-  EXPECT_EQ(unknown.status().message(),
-            "/f.list:2: unknown source type \"rpm\" (deb or deb-src)");
+  EXPECT_EQ(unknown.status().message(), "/f.list:2: unknown source type \"rpm\" (deb or deb-src)");
   EXPECT_EQ(ParseOneLineSources("deb [trusted=yes]\n", "/f.list").status().message(),
             "/f.list:1: a source without a URI");
 }
@@ -97,13 +95,13 @@ TEST(AptSources, HostsAreNamesWithTheirPorts) {
       {"/s", 2, "https://Security.Debian.org/debian-security"},
       {"/s", 3, "http://user:secret@mirror.example:8080/debian"},
       {"/s", 4, "http://deb.debian.org/debian-other"},  // the same host once
-      {"/s", 5, "file:/srv/local-repo"},                 // no network
+      {"/s", 5, "file:/srv/local-repo"},                // no network
       {"/s", 6, "cdrom:[Debian 12]/"},
   };
   absl::StatusOr<std::vector<std::string>> hosts = SourceHosts(sources);
   ASSERT_TRUE(hosts.ok()) << hosts.status();
-  EXPECT_THAT(*hosts, ElementsAre("deb.debian.org:80", "mirror.example:8080",
-                                  "security.debian.org:443"));
+  EXPECT_THAT(*hosts,
+              ElementsAre("deb.debian.org:80", "mirror.example:8080", "security.debian.org:443"));
 }
 
 TEST(AptSources, HostsZygoCannotAllowAreRefused) {
@@ -111,13 +109,13 @@ TEST(AptSources, HostsZygoCannotAllowAreRefused) {
     const char* uri;
     const char* why;
   };
-  for (const Case& c : {Case{"http://10.0.0.5/debian", "an IP address"},
-                        Case{"http://[2001:db8::1]/debian", "an IP address"},
-                        Case{"mirror+http://mirrors.example/list", "cannot tell"},
-                        Case{"tor+https://x.onion/debian", "cannot tell"},
-                        Case{"http://a.example:99999/", "a bad port"},
-                        Case{"http:///debian", "no host"},
-                        Case{"http://bad_host!/", "not a DNS name"}}) {
+  for (const Case& c :
+       {Case{"http://10.0.0.5/debian", "an IP address"},
+        Case{"http://[2001:db8::1]/debian", "an IP address"},
+        Case{"mirror+http://mirrors.example/list", "cannot tell"},
+        Case{"tor+https://x.onion/debian", "cannot tell"},
+        Case{"http://a.example:99999/", "a bad port"}, Case{"http:///debian", "no host"},
+        Case{"http://bad_host!/", "not a DNS name"}}) {
     absl::StatusOr<std::vector<std::string>> hosts = SourceHosts({{"/etc/apt/x.list", 7, c.uri}});
     ASSERT_FALSE(hosts.ok()) << c.uri;
     EXPECT_THAT(hosts.status().message(), HasSubstr(absl::StrCat("/etc/apt/x.list:7: ", c.uri)));

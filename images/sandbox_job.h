@@ -1,6 +1,7 @@
 // A job that image code runs inside a sandbox of an image's own root (compiling its
-// bytecode, building a venv, fetching and unpacking system packages), described with core's plain types only: the caller passes a
-// SandboxRunner, normally RunSandboxJob (images/build_sandbox.h, core's Plan and Launch).
+// bytecode, building a venv, fetching and unpacking system packages), described with core's plain
+// types only: the caller passes a SandboxRunner, normally RunSandboxJob (images/build_sandbox.h,
+// core's Plan and Launch).
 #ifndef ZYGO_IMAGES_SANDBOX_JOB_H_
 #define ZYGO_IMAGES_SANDBOX_JOB_H_
 

@@ -102,9 +102,9 @@ absl::StatusOr<std::vector<std::string>> CheckImage(const RunnableImage& image,
   absl::StatusOr<std::vector<AptSource>> sources = ReadAptSources(rootfs);
   if (!sources.ok()) return Failure(sources.status().code(), sources.status().message());
   if (sources->empty()) {
-    return Failure(absl::StatusCode::kFailedPrecondition,
-                   absl::StrCat("the image has no apt sources (", kAptSourceList, ", ",
-                                kAptSourceParts, ")"));
+    return Failure(
+        absl::StatusCode::kFailedPrecondition,
+        absl::StrCat("the image has no apt sources (", kAptSourceList, ", ", kAptSourceParts, ")"));
   }
   absl::StatusOr<std::vector<std::string>> hosts = SourceHosts(*sources);
   if (!hosts.ok()) return Failure(hosts.status().code(), hosts.status().message());
@@ -184,7 +184,8 @@ absl::StatusOr<std::vector<std::string>> Downloaded(const Work& work) {
     return base::ErrnoStatus(errno, absl::StrCat("open(", work.archives(), ", O_NOFOLLOW)"));
   }
   DIR* dir = ::fdopendir(fd.get());
-  if (dir == nullptr) return base::ErrnoStatus(errno, absl::StrCat("fdopendir(", work.archives(), ")"));
+  if (dir == nullptr)
+    return base::ErrnoStatus(errno, absl::StrCat("fdopendir(", work.archives(), ")"));
   fd.Release();  // the DIR owns it now
   std::vector<std::string> debs;
   while (struct dirent* entry = ::readdir(dir)) {
@@ -212,8 +213,7 @@ absl::StatusOr<int64_t> FetchAndUnpack(const RunnableImage& image, const SystemR
     return argv;
   };
   const std::string& rootfs = request.base_rootfs;
-  ZYGO_RETURN_IF_ERROR(
-      RunStep(image, rootfs, work, "apt-get update", apt({"update"}), hosts, run));
+  ZYGO_RETURN_IF_ERROR(RunStep(image, rootfs, work, "apt-get update", apt({"update"}), hosts, run));
   std::vector<std::string> install = {"install", "-y", "--download-only",
                                       "--no-install-recommends"};
   install.insert(install.end(), request.packages.begin(), request.packages.end());
@@ -296,21 +296,32 @@ std::vector<std::string> AptGetOptions() {
       "-q",
       // The root is read-only: lists, downloads and locks go to the job's directory, and
       // apt's binary caches are not written at all.
-      "-o", absl::StrCat("Dir::State::Lists=", dir, "/lists"),
-      "-o", absl::StrCat("Dir::Cache::Archives=", dir, "/archives"),
-      "-o", "Dir::Cache::pkgcache=",
-      "-o", "Dir::Cache::srcpkgcache=",
-      "-o", "Debug::NoLocking=1",
+      "-o",
+      absl::StrCat("Dir::State::Lists=", dir, "/lists"),
+      "-o",
+      absl::StrCat("Dir::Cache::Archives=", dir, "/archives"),
+      "-o",
+      "Dir::Cache::pkgcache=",
+      "-o",
+      "Dir::Cache::srcpkgcache=",
+      "-o",
+      "Debug::NoLocking=1",
       // The sandbox's root holds no capability to switch to _apt, whose uid a user
       // namespace does not map anyway; the sandbox is the isolation.
-      "-o", "APT::Sandbox::User=root",
+      "-o",
+      "APT::Sandbox::User=root",
       // The sources the network allowlist was made from, whatever the image's apt.conf says.
-      "-o", absl::StrCat("Dir::Etc::SourceList=", kAptSourceList),
-      "-o", absl::StrCat("Dir::Etc::SourceParts=", kAptSourceParts),
+      "-o",
+      absl::StrCat("Dir::Etc::SourceList=", kAptSourceList),
+      "-o",
+      absl::StrCat("Dir::Etc::SourceParts=", kAptSourceParts),
       // apt-get update exits 0 when an index failed to download (apt 2.1.16+ knows this).
-      "-o", "APT::Update::Error-Mode=any",
-      "-o", "Acquire::Languages=none",
-      "-o", "Dpkg::Use-Pty=0",
+      "-o",
+      "APT::Update::Error-Mode=any",
+      "-o",
+      "Acquire::Languages=none",
+      "-o",
+      "Dpkg::Use-Pty=0",
   };
 }
 

@@ -76,8 +76,8 @@ class SystemLayerTest : public ::testing::Test {
       WriteTestFile(job.output, step == fail_step ? log : "fine\n");
       if (step == fail_step) return 100;
       if (job.argv[0] == "apt-get" && absl::StrContains(absl::StrJoin(job.argv, " "), "install")) {
-        for (const std::string& deb : {std::string("zygo-test-dep_1.0_all.deb"),
-                                       job.argv.back() + "_1.0_all.deb"}) {
+        for (const std::string& deb :
+             {std::string("zygo-test-dep_1.0_all.deb"), job.argv.back() + "_1.0_all.deb"}) {
           WriteTestFile(absl::StrCat(tmp, "/archives/", deb), "!<arch>\n");
         }
         WriteTestFile(tmp + "/archives/partial/half.deb", "");  // never unpacked
@@ -124,8 +124,8 @@ TEST_F(SystemLayerTest, BuildsWithTheImagesAptOnTheImagesMirrorsOnly) {
   EXPECT_EQ(jobs_[0].argv.back(), "update");
   EXPECT_EQ(jobs_[0].allow, mirrors);
   const std::string install = absl::StrJoin(jobs_[1].argv, " ");
-  EXPECT_TRUE(absl::EndsWith(
-      install, "install -y --download-only --no-install-recommends zygo-test-hello"))
+  EXPECT_TRUE(
+      absl::EndsWith(install, "install -y --download-only --no-install-recommends zygo-test-hello"))
       << install;
   EXPECT_TRUE(absl::StrContains(install, "-o APT::Sandbox::User=root")) << install;
   EXPECT_TRUE(absl::StrContains(install, "-o Dir::Etc::SourceList=/etc/apt/sources.list"));
@@ -194,7 +194,8 @@ TEST_F(SystemLayerTest, AJobsLinkOutOfTheScratchDirectoryIsNotFollowed) {
         return exit_code;
       });
   ASSERT_FALSE(layer.ok());
-  EXPECT_TRUE(absl::StartsWith(layer.status().message(), "system packages: open(")) << layer.status();
+  EXPECT_TRUE(absl::StartsWith(layer.status().message(), "system packages: open("))
+      << layer.status();
   EXPECT_TRUE(absl::StrContains(layer.status().message(), "O_NOFOLLOW")) << layer.status();
   EXPECT_EQ(Read(host_dir + "/usr/share/secret.txt"), "host\n");
   EXPECT_TRUE(fs::is_empty(store_->root() + "/system/sha256"));
@@ -256,7 +257,8 @@ TEST_F(SystemLayerTest, TheBaseRootGetsAResolvConfButNeverThroughALink) {
   request_.packages = {"other"};
   absl::StatusOr<SystemLayer> layer = EnsureSystemLayer(*store_, image_, request_, Fake());
   EXPECT_FALSE(layer.ok());
-  EXPECT_TRUE(absl::StartsWith(layer.status().message(), "system packages: open(")) << layer.status();
+  EXPECT_TRUE(absl::StartsWith(layer.status().message(), "system packages: open("))
+      << layer.status();
   EXPECT_TRUE(absl::StrContains(layer.status().message(), "/etc): ")) << layer.status();
   EXPECT_TRUE(fs::is_empty(outside)) << "written through the image's link";
   EXPECT_TRUE(fs::is_empty(store_->root() + "/tmp"));
@@ -274,7 +276,8 @@ TEST_F(SystemLayerTest, PruneKeepsTheLayersOfRecordedImages) {
   EXPECT_GT(*freed, 0);
   EXPECT_FALSE(fs::exists(gone->rootfs));
   int left = 0;
-  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(store_->root() + "/system/sha256")) {
+  for ([[maybe_unused]] const auto& entry :
+       fs::directory_iterator(store_->root() + "/system/sha256")) {
     ++left;
   }
   EXPECT_EQ(left, 1);

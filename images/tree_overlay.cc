@@ -120,8 +120,7 @@ class Overlay {
     ZYGO_ASSIGN_OR_RETURN(UniqueFd existing, OpenRootDir(root_, rel, &err));
     if (existing.valid()) return absl::OkStatus();
     struct stat st;
-    if (err == ENOTDIR ||
-        ::fstatat(parent, entry.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (err == ENOTDIR || ::fstatat(parent, entry.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
       return absl::FailedPreconditionError(
           absl::StrCat("/", rel, ": a directory of the packages where the image has a file"));
     }

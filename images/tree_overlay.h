@@ -22,11 +22,11 @@ struct OverlayStats {
 // Moves every regular file and symlink of `tree` into `root` (rename(2): both must be on
 // one filesystem, and `tree` is consumed), creating missing directories with the tree's
 // modes; fifos, sockets and devices are skipped. The tree is walked without following
-// any symlink, `tree` itself included (a link there is an error); the root's paths are resolved with openat2(RESOLVE_IN_ROOT), so nothing
-// lands outside `root`. Setuid and setgid bits are dropped. A file placed as NAME.py
-// removes NAME.*.pyc from the __pycache__ beside it: the store's bytecode is
-// unchecked-hash (images/bytecode_layer.h), so Python would never notice the new source.
-// A file of the tree over a directory of the root, or a directory over a file, is
+// any symlink, `tree` itself included (a link there is an error); the root's paths are resolved
+// with openat2(RESOLVE_IN_ROOT), so nothing lands outside `root`. Setuid and setgid bits are
+// dropped. A file placed as NAME.py removes NAME.*.pyc from the __pycache__ beside it: the store's
+// bytecode is unchecked-hash (images/bytecode_layer.h), so Python would never notice the new
+// source. A file of the tree over a directory of the root, or a directory over a file, is
 // FailedPrecondition naming the path. Both trees must be the caller's own (nothing else
 // writes to them meanwhile).
 absl::StatusOr<OverlayStats> OverlayTree(const std::string& tree, const std::string& root);

@@ -187,8 +187,8 @@ std::string VenvKey(absl::string_view manifest_digest, absl::string_view require
   if (system_key.empty()) {
     return Sha256Digest(absl::StrCat("zygo-venv-v1\n", manifest_digest, "\n", requirements));
   }
-  return Sha256Digest(absl::StrCat("zygo-venv-v1+system\n", manifest_digest, "\n", system_key,
-                                   "\n", requirements));
+  return Sha256Digest(
+      absl::StrCat("zygo-venv-v1+system\n", manifest_digest, "\n", system_key, "\n", requirements));
 }
 
 absl::StatusOr<Venv> EnsureVenv(Store& store, const RunnableImage& image, const std::string& rootfs,

@@ -21,8 +21,9 @@ namespace {
 images::SandboxRunner NetworkedJobRunner(const NetworkHost& host) {
   return [host](const images::SandboxJob& job) {
     return images::RunSandboxJobWith(
-        job, [&host](const core::Spec& spec, core::CgroupDriver* cgroups,
-                     const core::LaunchOptions& options) -> absl::StatusOr<core::Outcome> {
+        job,
+        [&host](const core::Spec& spec, core::CgroupDriver* cgroups,
+                const core::LaunchOptions& options) -> absl::StatusOr<core::Outcome> {
           ZYGO_ASSIGN_OR_RETURN(Sandbox sandbox, PlanSandbox(spec, host));
           return LaunchSandbox(sandbox, cgroups, options);
         });
@@ -44,9 +45,10 @@ absl::Status UseImage(const ImageSource& source, const ImageOptions& options, co
   if (options.bytecode) rootfs = BytecodeRootOf(store, image, spec.loosening, options.verbose);
   std::string system_key;
   if (!options.system.empty()) {
-    ZYGO_ASSIGN_OR_RETURN(SystemRoot system,
-                          ApplySystemPackages(store, image, rootfs, options.system,
-                                              NetworkedJobRunner(options.network), options.verbose));
+    ZYGO_ASSIGN_OR_RETURN(
+        SystemRoot system,
+        ApplySystemPackages(store, image, rootfs, options.system,
+                            NetworkedJobRunner(options.network), options.verbose));
     rootfs = system.rootfs;
     system_key = system.key;
   }

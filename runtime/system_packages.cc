@@ -19,10 +19,9 @@ absl::StatusOr<SystemRoot> ApplySystemPackages(images::Store& store,
   request.base_rootfs = rootfs;
   // The packages go over the root this run uses: a layer over the bytecode root keeps
   // the stdlib's .pyc files, and is another layer than one over the image's own root.
-  request.base_key = rootfs == image.rootfs ? image.manifest_digest
-                                            : images::BytecodeKey(image.manifest_digest);
-  absl::StatusOr<images::SystemLayer> layer =
-      images::EnsureSystemLayer(store, image, request, run);
+  request.base_key =
+      rootfs == image.rootfs ? image.manifest_digest : images::BytecodeKey(image.manifest_digest);
+  absl::StatusOr<images::SystemLayer> layer = images::EnsureSystemLayer(store, image, request, run);
   if (!layer.ok()) {
     absl::Status failed = layer.status();
     MarkBuildFailure(failed);

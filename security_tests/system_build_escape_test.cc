@@ -99,7 +99,6 @@ oci image "$3" --ref latest --layer "$WORK/base.tar" --layer "$WORK/probes.tar" 
   --config '{"Env":["PATH=/usr/bin:/bin"],"Cmd":["python3"]}' >/dev/null
 )sh";
 
-
 class SystemBuildEscapeTest : public MachineSuite {
  protected:
   void SetUp() override {
@@ -110,10 +109,10 @@ class SystemBuildEscapeTest : public MachineSuite {
     for (const std::string& cgroup : LeftoverCgroups()) cgroups_before_.insert(cgroup);
     absl::StatusOr<TestImage> base = BuildTestImage("python-host");
     if (!base.ok()) GTEST_SKIP() << "no python-host image: " << base.status().message();
-    RunResult made = RunOnHost({"/bin/bash", "-c", kHostileImageScript, "bash",
-                                Runfile("tools/images"), base->layout, scratch_ + "/hostile",
-                                kNetworkProbe, nlohmann::json(EgressTargets()).dump(), kAptProbe,
-                                kPipProbe});
+    RunResult made =
+        RunOnHost({"/bin/bash", "-c", kHostileImageScript, "bash", Runfile("tools/images"),
+                   base->layout, scratch_ + "/hostile", kNetworkProbe,
+                   nlohmann::json(EgressTargets()).dump(), kAptProbe, kPipProbe});
     ASSERT_EQ(made.exit_code, 0) << made.err;
     RunResult loaded = Zygo({"load", scratch_ + "/hostile", "hostile:test"});
     ASSERT_EQ(loaded.exit_code, 0) << loaded.err;
@@ -134,9 +133,9 @@ class SystemBuildEscapeTest : public MachineSuite {
   // `zygo FLAGS hostile:test` printing a file of the sandbox's root (python-host has no
   // cat): the probe's verdicts that a build left there.
   RunResult Show(std::vector<std::string> flags, const std::string& path) {
-    flags.insert(flags.end(), {"hostile:test", "python3", "-c",
-                               absl::StrCat("import sys; sys.stdout.write(open('", path,
-                                            "').read())")});
+    flags.insert(flags.end(),
+                 {"hostile:test", "python3", "-c",
+                  absl::StrCat("import sys; sys.stdout.write(open('", path, "').read())")});
     return Zygo(flags);
   }
 
@@ -216,9 +215,9 @@ TEST_F(SystemBuildEscapeTest, RequirementsBuildReachesNothing) {
   internet_->Drain();
   const int asked = internet_->dns().QueriesFor("allowed.test");
   WriteTestFile(scratch_ + "/requirements.txt", "anything==1\n");
-  RunResult venv = Show({"-v", "run", "--system", "zygo-probe", "--requirements",
-                         scratch_ + "/requirements.txt"},
-                        "/venv/zygo-probe/pip");
+  RunResult venv = Show(
+      {"-v", "run", "--system", "zygo-probe", "--requirements", scratch_ + "/requirements.txt"},
+      "/venv/zygo-probe/pip");
   ASSERT_EQ(venv.exit_code, 0) << venv.err;
   EXPECT_TRUE(absl::StrContains(venv.err, "zygo: system layer sha256:")) << venv.err;
   EXPECT_TRUE(absl::StrContains(venv.err, " reused")) << "no second package build: " << venv.err;

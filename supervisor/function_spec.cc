@@ -42,8 +42,8 @@ constexpr absl::string_view kNameRule =
 const KnownKeys& SpecKeys() {
   static const auto* keys = new KnownKeys{
       {"",
-       {"name", "image", "pull", "runtime", "entry", "code", "system", "requirements",
-        "find_links", "pool", "preload", "cold_after", "spares", "limits", "env", "net"}},
+       {"name", "image", "pull", "runtime", "entry", "code", "system", "requirements", "find_links",
+        "pool", "preload", "cold_after", "spares", "limits", "env", "net"}},
       {"limits", {"memory", "pids", "cpu", "timeout"}},
       {"net", {"mode", "allow"}},
   };

@@ -106,9 +106,9 @@ void FakeHttpFiles::Answer(base::UniqueFd connection) {
     std::lock_guard<std::mutex> lock(mu_);
     requests_.push_back(absl::StrCat(method, " ", path, " ", status));
   }
-  std::string reply = absl::StrCat("HTTP/1.0 ", status, found ? " OK" : " Not Found",
-                                   "\r\nContent-Length: ", body.size(),
-                                   "\r\nConnection: close\r\n\r\n");
+  std::string reply =
+      absl::StrCat("HTTP/1.0 ", status, found ? " OK" : " Not Found",
+                   "\r\nContent-Length: ", body.size(), "\r\nConnection: close\r\n\r\n");
   if (method != "HEAD") reply += body;
   SendAll(connection.get(), reply);
 }

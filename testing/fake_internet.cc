@@ -59,9 +59,8 @@ absl::Status FakeInternet::Wire() const {
       {"ip", "addr", "add", "203.0.113.1/24", "dev", "vi"},
       {"ip", "link", "set", "vi", "up"},
   };
-  for (const char* address :
-       {kAllowedAddress, kOtherAddress, kOtherDns, kDnsServer, kLanAddress, kMetadataAddress,
-        kMirrorAddress}) {
+  for (const char* address : {kAllowedAddress, kOtherAddress, kOtherDns, kDnsServer, kLanAddress,
+                              kMetadataAddress, kMirrorAddress}) {
     internet_setup.push_back({"ip", "addr", "add", absl::StrCat(address, "/32"), "dev", "lo"});
   }
   for (const auto& argv : internet_setup) ZYGO_RETURN_IF_ERROR(internet_->Run(argv).status());
@@ -100,9 +99,9 @@ absl::Status FakeInternet::Serve() {
   ZYGO_ASSIGN_OR_RETURN(base::UniqueFd other,
                         net::testing::BindUdp(internet_->fd(), kOtherDns, 53));
   const std::map<std::string, std::string> records = {{kAllowedName, kAllowedAddress},
-                                                       {"other.test", kOtherAddress},
-                                                       {"rebind.test", kLanAddress},
-                                                       {kMirrorName, kMirrorAddress}};
+                                                      {"other.test", kOtherAddress},
+                                                      {"rebind.test", kLanAddress},
+                                                      {kMirrorName, kMirrorAddress}};
   dns_ = std::make_unique<FakeDns>(std::move(dns), records);
   other_dns_ = std::make_unique<FakeDns>(std::move(other), records);
   return absl::OkStatus();

@@ -52,7 +52,7 @@ class FakeInternet {
   const net::testing::TestNetns& internet() const { return *internet_; }
   FakeDns& dns() { return *dns_; }              // at kDnsServer:53
   FakeDns& other_dns() { return *other_dns_; }  // at kOtherDns:53
-  FakeHttpFiles& mirror() { return *mirror_; }   // at kMirrorAddress:80
+  FakeHttpFiles& mirror() { return *mirror_; }  // at kMirrorAddress:80
   // TCP: kAllowedAddress 8080, kOtherAddress 8080, kLanAddress 8080 and kMetadataAddress 80
   // accept and close; kAllowedAddress kSourcePort is a byte source (FakeTcpServers).
 
