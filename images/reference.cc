@@ -244,4 +244,18 @@ bool IsLoopbackRegistry(absl::string_view registry) {
          (ntohl(address.s_addr) >> 24) == 127;
 }
 
+TlsVerify TlsVerifyFor(absl::string_view registry, const std::vector<std::string>& insecure) {
+  for (const std::string& named : insecure) {
+    if (registry == named) return TlsVerify::kFalse;
+    // "HOST" covers "HOST:PORT"; "[::1]" covers "[::1]:PORT".
+    if (named.find(':') == std::string::npos || (named.front() == '[' && named.back() == ']')) {
+      if (absl::StartsWith(registry, named) && registry.size() > named.size() &&
+          registry[named.size()] == ':') {
+        return TlsVerify::kFalse;
+      }
+    }
+  }
+  return TlsVerify::kDefault;
+}
+
 }  // namespace zygo::images

@@ -4,6 +4,7 @@
 #define ZYGO_IMAGES_REFERENCE_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -35,6 +36,12 @@ bool IsLoopbackRegistry(absl::string_view registry);
 // --tls-verify. kDefault is docker's rule: plain HTTP to a registry on loopback, HTTPS
 // with the certificate checked elsewhere. kTrue is HTTPS everywhere, kFalse plain HTTP.
 enum class TlsVerify { kDefault, kTrue, kFalse };
+
+// How to reach `registry` when the operator named `insecure` registries ("HOST[:PORT]",
+// as a reference spells its registry; zygo serve --insecure-registry): plain HTTP to one
+// of those, else docker's rule (kDefault). As docker's insecure-registries, a name without
+// a port covers that host on every port.
+TlsVerify TlsVerifyFor(absl::string_view registry, const std::vector<std::string>& insecure);
 
 }  // namespace zygo::images
 

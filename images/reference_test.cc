@@ -153,5 +153,19 @@ TEST(ReferenceTest, KnowsTheLoopbackRegistries) {
   }
 }
 
+TEST(ReferenceTest, NamedInsecureRegistriesArePlainHttp) {
+  const std::vector<std::string> insecure = {"registry.lan:5000", "build.internal", "[fd00::1]"};
+  for (const char* plain :
+       {"registry.lan:5000", "build.internal", "build.internal:443", "[fd00::1]:5000"}) {
+    EXPECT_EQ(TlsVerifyFor(plain, insecure), TlsVerify::kFalse) << plain;
+  }
+  // Control: what was not named keeps docker's rule (HTTPS, loopback plain by default).
+  for (const char* other : {"registry.lan", "registry.lan:5001", "build.internal.evil.com",
+                            "docker.io", "127.0.0.1:5000", "[fd00::12]:5000"}) {
+    EXPECT_EQ(TlsVerifyFor(other, insecure), TlsVerify::kDefault) << other;
+  }
+  EXPECT_EQ(TlsVerifyFor("registry.lan:5000", {}), TlsVerify::kDefault);
+}
+
 }  // namespace
 }  // namespace zygo::images

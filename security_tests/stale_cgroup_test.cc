@@ -304,8 +304,9 @@ class StaleCgroupTest : public WarmSuite {
   std::string doctor_dir_;          // v2: where doctor runs, a cgroup without delegation
 };
 
-// Two functions: one function cgroup each in every hierarchy, with a zygote and request
-// cgroups inside (in all but a cpuacct hierarchy of its own, which gets no nested ones).
+// Two functions and the runtime zygote their zygotes were forked from (the zygote tree):
+// one cgroup each in every hierarchy, a function's with a zygote and request cgroups inside
+// (in all but a cpuacct hierarchy of its own, which gets no nested ones).
 void ExpectAKilledSupervisorsCgroups(const std::vector<std::string>& dirs, size_t hierarchies) {
   size_t tops = 0, zygotes = 0, requests = 0;
   for (const std::string& dir : dirs) {
@@ -314,7 +315,7 @@ void ExpectAKilledSupervisorsCgroups(const std::vector<std::string>& dirs, size_
     zygotes += absl::StartsWith(name, "zygote-");
     requests += absl::StartsWith(name, "request-");
   }
-  EXPECT_EQ(tops, 2 * hierarchies) << absl::StrJoin(dirs, "\n");
+  EXPECT_EQ(tops, 3 * hierarchies) << absl::StrJoin(dirs, "\n");
   EXPECT_GE(zygotes, 2u) << absl::StrJoin(dirs, "\n");
   EXPECT_GE(requests, 2u) << absl::StrJoin(dirs, "\n");
 }
@@ -333,7 +334,7 @@ TEST_F(StaleCgroupTest, TheNextSupervisorRemovesAKilledOnesCgroups) {
   StartInParent({"--state-dir", dir_ + "/state-next"});
   if (HasFatalFailure()) return;
   EXPECT_THAT(Existing(killed), IsEmpty());
-  EXPECT_THAT(supervisor_->Log(), HasSubstr("removed 2 stale cgroups of killed zygo processes"));
+  EXPECT_THAT(supervisor_->Log(), HasSubstr("removed 3 stale cgroups of killed zygo processes"));
   ExpectControlsLeft();
 }
 
@@ -348,7 +349,7 @@ TEST_F(StaleCgroupTest, DoctorCountsThemAndFixRemovesThem) {
 
   RunResult counted = Doctor({});
   ExpectDoctorExit(counted);
-  EXPECT_THAT(counted.out, HasSubstr(absl::StrCat("stale cgroups    ok   2 found, of killed zygo "
+  EXPECT_THAT(counted.out, HasSubstr(absl::StrCat("stale cgroups    ok   3 found, of killed zygo "
                                                   "processes: zygo-",
                                                   pid, "-")));
   EXPECT_THAT(counted.out, HasSubstr("(zygo doctor --fix removes them)"));
@@ -356,7 +357,7 @@ TEST_F(StaleCgroupTest, DoctorCountsThemAndFixRemovesThem) {
 
   RunResult fixed = Doctor({"--fix"});
   ExpectDoctorExit(fixed);
-  EXPECT_THAT(fixed.out, HasSubstr(absl::StrCat("stale cgroups    ok   2 removed: zygo-", pid)));
+  EXPECT_THAT(fixed.out, HasSubstr(absl::StrCat("stale cgroups    ok   3 removed: zygo-", pid)));
   EXPECT_THAT(Existing(killed), IsEmpty());
   ExpectControlsLeft();
 

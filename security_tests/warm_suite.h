@@ -44,8 +44,9 @@ class WarmSuite : public ::testing::Test {
 
   std::string dir_;
   std::unique_ptr<SupervisorProcess> supervisor_;
-  // StartSupervisor's --zygote-tree: Python functions fork from a runtime zygote.
-  bool zygote_tree_ = false;
+  // StartSupervisor's --zygote-tree: Python functions fork from a runtime zygote (on, as
+  // zygo serve's default).
+  bool zygote_tree_ = true;
 
  private:
   std::unique_ptr<zygo::v1::Zygo::Stub> grpc_;  // made on first use, for supervisor_

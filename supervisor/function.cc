@@ -47,13 +47,20 @@ absl::Status EnsureMountpoints(const std::string& rootfs) {
 // The image through runtime's recipe, as `zygo run` takes it: an OCI image's Env,
 // WorkingDir (else /code) and User, and for an exec function its Entrypoint before the
 // command. Pulled as the spec's `pull` says (missing: only when not in the store), its
-// progress a line at a time to `on_progress`; its system packages built with `network`
-// reaching the image's apt mirrors.
+// progress a line at a time to `on_progress`, over plain HTTP from a loopback registry or
+// one of `insecure_registries`; its system packages built with `network` reaching the
+// image's apt mirrors.
 absl::Status UseFunctionImage(const FunctionSpec& function,
                               std::function<void(const std::string&)> on_progress,
-                              const runtime::NetworkHost& network, core::Spec* sandbox) {
+                              const runtime::NetworkHost& network,
+                              const std::vector<std::string>& insecure_registries,
+                              core::Spec* sandbox) {
   runtime::ImageOptions options;
-  options.pull = {function.pull, images::TlsVerify::kDefault,
+  const images::TlsVerify tls =
+      function.image.oci()
+          ? images::TlsVerifyFor(function.image.reference.registry, insecure_registries)
+          : images::TlsVerify::kDefault;
+  options.pull = {function.pull, tls,
                   absl::StrCat(": run `zygo pull ", function.image.text,
                                "` first (the spec says pull = \"never\")"),
                   std::move(on_progress)};
@@ -114,7 +121,8 @@ absl::StatusOr<ZygoteConfig> Function::BuildZygoteConfig() {
     progress_ = line;
   };
   runtime::NetworkHost network{host_->network_helper, host_->pasta_path, host_->dns_upstream};
-  ZYGO_RETURN_IF_ERROR(UseFunctionImage(spec_, on_progress, network, &sandbox));
+  ZYGO_RETURN_IF_ERROR(
+      UseFunctionImage(spec_, on_progress, network, host_->insecure_registries, &sandbox));
   const bool python = spec_.runtime == Runtime::kPython;
   const std::string& agent = python ? host_->python_agent : host_->exec_agent;
   if (agent.empty()) {

@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/cgroup.h"
@@ -36,6 +37,9 @@ struct FunctionHost {
   // The zygote tree: functions that can fork their zygotes from a shared runtime zygote
   // (function_tree.h) do; null: every function gets a sandbox of its own.
   RuntimeRegistry* runtimes = nullptr;
+  // Registries ("HOST[:PORT]") reached over plain HTTP (--insecure-registry); every other
+  // but loopback over HTTPS.
+  std::vector<std::string> insecure_registries;
   std::string empty_dir;  // an empty directory, a runtime sandbox's /code
 };
 

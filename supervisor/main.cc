@@ -59,8 +59,12 @@ constexpr char kUsage[] =
     "                       state and socket directories, which are always refused)\n"
     "  --no-demo            do not register the demo function when nothing is registered\n"
     "  --allow-unlimited    run functions without cgroup limits when none can be made\n"
+    "  --insecure-registry HOST[:PORT]\n"
+    "                       pull functions' images from this registry over plain HTTP\n"
+    "                       (repeatable; a registry on loopback is plain HTTP anyway)\n"
     "  --zygote-tree on|off Python functions fork their zygotes from one runtime zygote\n"
-    "                       per image, each sealed in a sandbox of its own (default off)\n"
+    "                       per image, each sealed in a sandbox of its own (default on;\n"
+    "                       off: each function starts its own interpreter)\n"
     "  --workers N          requests running at once over all functions (default 64)\n"
     "  -h, --help           this text\n"
     "\n"
@@ -83,7 +87,8 @@ struct ServeFlags {
   std::vector<std::string> code_roots;  // resolved
   bool demo = true;
   bool allow_unlimited = false;
-  bool zygote_tree = false;
+  bool zygote_tree = true;
+  std::vector<std::string> insecure_registries;
   int workers = 64;
   HttpLimits http;
 };
@@ -141,6 +146,13 @@ absl::StatusOr<ServeFlags> ParseFlags(int argc, char** argv) {
       flags.demo = false;
     } else if (arg == "--allow-unlimited") {
       flags.allow_unlimited = true;
+    } else if (arg == "--insecure-registry") {
+      if (!(v = value("--insecure-registry")).ok()) return v.status();
+      if (v->empty() || absl::StrContains(*v, "/")) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--insecure-registry takes HOST or HOST:PORT (no scheme, no path), not '", *v, "'"));
+      }
+      flags.insecure_registries.push_back(*v);
     } else if (arg == "--zygote-tree") {
       if (!(v = value("--zygote-tree")).ok()) return v.status();
       if (*v != "on" && *v != "off") {
@@ -309,6 +321,7 @@ int Serve(const ServeFlags& flags) {
   options.host.cgroups = cgroups.ok() ? cgroups->get() : nullptr;
   options.host.allow_unlimited = flags.allow_unlimited;
   options.zygote_tree = flags.zygote_tree;
+  options.host.insecure_registries = flags.insecure_registries;
   options.host.python_agent = FindAgent("zygo-agent-python");
   options.host.exec_agent = FindAgent("zygo-agent-exec");
   absl::StatusOr<std::string> network_helper =

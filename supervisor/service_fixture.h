@@ -46,8 +46,9 @@ class ServiceFixture : public ::testing::Test {
   std::string state_dir_;  // the service's state dir, beside dir_
   std::unique_ptr<SupervisorService> service_;
   int workers_ = 16;
-  // Python functions fork from a runtime zygote (SupervisorOptions::zygote_tree).
-  bool zygote_tree_ = false;
+  // Python functions fork from a runtime zygote (SupervisorOptions::zygote_tree, on by
+  // default as in zygo serve).
+  bool zygote_tree_ = true;
   std::string image_store_;  // UseOwnImageStore's, or empty
 };
 

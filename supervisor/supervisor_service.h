@@ -31,7 +31,7 @@ struct SupervisorOptions {
   CodePolicy code_policy;
   // Python functions fork their zygotes from a runtime zygote per image (function_tree.h);
   // false: every function gets a sandbox of its own.
-  bool zygote_tree = false;
+  bool zygote_tree = true;
 };
 
 class SupervisorService : public Service {

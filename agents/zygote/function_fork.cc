@@ -66,12 +66,11 @@ SealedFunction AwaitSeal(base::UniqueFd channel) {
       continue;
     }
     if (received->frame.type != wire::MessageType::kSeal) {
-      Send(channel.get(),
-           wire::Encode(wire::ErrorMessage{0, absl::StatusCode::kInvalidArgument,
-                                           absl::StrCat("a function zygote waiting for Seal "
-                                                        "does not take ",
-                                                        wire::MessageTypeName(
-                                                            received->frame.type))}));
+      Send(channel.get(), wire::Encode(wire::ErrorMessage{
+                              0, absl::StatusCode::kInvalidArgument,
+                              absl::StrCat("a function zygote waiting for Seal "
+                                           "does not take ",
+                                           wire::MessageTypeName(received->frame.type))}));
       continue;
     }
     absl::StatusOr<wire::SealMessage> seal = wire::DecodeSeal(*received);
@@ -80,8 +79,8 @@ SealedFunction AwaitSeal(base::UniqueFd channel) {
     const int log = received->fds[0].get();
     if (::dup2(log, 1) < 0 || ::dup2(log, 2) < 0) Fail("dup2(the function's log)");
     received->fds.clear();
-    absl::StatusOr<int> abi = isolation::SealFunctionZygote(
-        {seal->seccomp_filter, seal->workdir, seal->env});
+    absl::StatusOr<int> abi =
+        isolation::SealFunctionZygote({seal->seccomp_filter, seal->workdir, seal->env});
     if (!abi.ok()) Fail(abi.status().ToString());
     return SealedFunction{std::move(channel), *std::move(seal), *abi};
   }
@@ -107,7 +106,8 @@ SealedFunction BecomeFunctionZygote(const SpareContext& context) {
   if (!BlockChildSignal().ok()) ::_exit(kFunctionNotAnnounced);
   absl::StatusOr<base::UniqueFd> channel = AnnounceSpare(context);
   const char word = channel.ok() ? 0 : 1;
-  (void)::write(ready[1], &word, 1);
+  // The intermediate process reads EOF as a failure too, so a lost byte is no worse.
+  (void)!::write(ready[1], &word, 1);
   ::close(ready[1]);
   if (!channel.ok()) ::_exit(kFunctionNotAnnounced);
   return AwaitSeal(*std::move(channel));

@@ -73,22 +73,15 @@ std::string EventFor(const std::string& mode) {
 }
 
 // The supervisor's own warm time (its zygote's start until the agent's hello, network
-// hookup included). Parsed from its log line "zygo serve: NAME is warm (X ms)" because
-// the API has no such field: neither POST /v1/functions nor GET /v1/functions reports
-// it (supervisor/service.h FunctionInfo). NotFound until the line is there.
-absl::StatusOr<double> LoggedWarmMs(const SupervisorProcess& process, const std::string& name) {
-  const std::string log = process.LogTail(1 << 20);
-  const std::string prefix = absl::StrCat("zygo serve: ", name, " is warm (");
-  const size_t at = log.rfind(prefix);
-  if (at == std::string::npos) return absl::NotFoundError("no warm line yet");
-  const size_t start = at + prefix.size();
-  const size_t end = log.find(" ms)", start);
-  double ms = 0;
-  if (end == std::string::npos || !absl::SimpleAtod(log.substr(start, end - start), &ms)) {
-    return absl::InternalError(absl::StrCat("unreadable warm line for ", name, ": ",
-                                            log.substr(at, log.find('\n', at) - at)));
+// hookup included), as GET /v1/functions reports it (warm_ms).
+absl::StatusOr<double> ReportedWarmMs(SupervisorSession& session, const std::string& name) {
+  ZYGO_ASSIGN_OR_RETURN(nlohmann::json list, session.api->CallJson("GET", "/v1/functions", ""));
+  for (const nlohmann::json& info : list.value("functions", nlohmann::json::array())) {
+    if (info.value("name", "") == name && info.value("warm_ms", 0.0) > 0) {
+      return info.value("warm_ms", 0.0);
+    }
   }
-  return ms;
+  return absl::InternalError(absl::StrCat("GET /v1/functions reports no warm_ms for ", name));
 }
 
 // Polls GET /v1/functions until `name` is warm; the ms since `start`. Fails at once when
@@ -161,13 +154,7 @@ absl::StatusOr<RoundResult> OneFunction(SupervisorSession& session, const std::s
                         absl::StrCat("registering '", name, "': ", registered.status().message()));
   }
   ZYGO_ASSIGN_OR_RETURN(result.up_ms, WaitUntilWarm(session, name, start));
-  // The line is written before the state turns warm; a short grace all the same.
-  absl::StatusOr<double> logged = LoggedWarmMs(*session.process, name);
-  for (int i = 0; i < 200 && absl::IsNotFound(logged.status()); ++i) {
-    usleep(5'000);
-    logged = LoggedWarmMs(*session.process, name);
-  }
-  ZYGO_ASSIGN_OR_RETURN(result.warm_ms, logged);
+  ZYGO_ASSIGN_OR_RETURN(result.warm_ms, ReportedWarmMs(session, name));
   ZYGO_ASSIGN_OR_RETURN(result.request_ms, Request(session, name, mode));
   ZYGO_RETURN_IF_ERROR(
       session.api->CallJson("DELETE", absl::StrCat("/v1/functions/", name), "").status());
@@ -190,7 +177,10 @@ absl::StatusOr<SupervisorSession> StartNetSupervisor(const FakeInternet& net,
   }
   SupervisorSession session;
   ZYGO_RETURN_IF_ERROR(net.InMachine([&]() -> absl::Status {
-    absl::StatusOr<SupervisorSession> started = StartSession(supervisor_binary);
+    // Every mode in a sandbox of its own, so that what differs is only the network: with
+    // the zygote tree, none's functions would be forks and the others sandboxes.
+    absl::StatusOr<SupervisorSession> started =
+        StartSession(supervisor_binary, {"--zygote-tree", "off"});
     if (!started.ok()) return started.status();
     session = *std::move(started);
     return absl::OkStatus();

@@ -129,7 +129,7 @@ absl::StatusOr<FunctionsMeasure> MeasureFunctions(const WarmOptions& options,
 // One runtime pool holding N distinct scripts, each called once, for each N.
 absl::StatusOr<std::vector<PssTotal>> MeasurePool(const WarmOptions& options,
                                                   const std::string& binary) {
-  ZYGO_ASSIGN_OR_RETURN(SupervisorSession session, StartSession(binary));
+  ZYGO_ASSIGN_OR_RETURN(SupervisorSession session, StartSession(binary, {"--zygote-tree", "on"}));
   ZYGO_RETURN_IF_ERROR(RegisterFunction(*session.api, session.process->WorkDir() + "/pool", "",
                                         {"pool", "", /*pool=*/true, /*preload_sixteen=*/true}));
   ZYGO_RETURN_IF_ERROR(WaitWarm(*session.api, "pool", 0, nullptr).status());
@@ -194,7 +194,8 @@ absl::StatusOr<int> Report(const WarmOptions& options, const FunctionsMeasure& o
   }
   NoteExtraProcesses("warm functions, own sandboxes", counts, own.totals, 4, 0);
   NoteExtraProcesses("warm functions, zygote tree", counts, tree.totals, 3, 2);
-  NoteExtraProcesses("the pool", counts, pool, 0, 4);
+  // The pool runs as zygo serve runs it by default, forked from a runtime zygote.
+  NoteExtraProcesses("the pool", counts, pool, 0, 5);
   const std::string over = absl::StrJoin(counts, ",");
   struct Line {
     const char* what;

@@ -140,7 +140,7 @@ int RunEmbedBench(int argc, char** argv) {
                                        "no peer: bubblewrap not found at ", options.bwrap,
                                        "; install it or pass --bwrap PATH")));
         }
-        absl::StatusOr<SupervisorSession> session = StartSession(binary);
+        absl::StatusOr<SupervisorSession> session = StartSession(binary, SupervisorArgs(options));
         if (!session.ok()) return FailBench(kBench, session.status());
         absl::StatusOr<int> failed = Measure(options, *session);
         return FinishBench(kBench, failed, *session, options.strict);

@@ -119,7 +119,7 @@ int RunLoadBench(int argc, char** argv) {
   return RunWarmPathBench(
       WarmBenchKind::kLoad, kBench, argc, argv,
       [](const WarmOptions& options, const std::string& binary, const HostInfo& host) {
-        absl::StatusOr<SupervisorSession> session = StartSession(binary);
+        absl::StatusOr<SupervisorSession> session = StartSession(binary, SupervisorArgs(options));
         if (!session.ok()) return FailBench(kBench, session.status());
         absl::StatusOr<double> warm_ms =
             WarmTheWarmFunction(*session, options.spares, options.warmup_requests);

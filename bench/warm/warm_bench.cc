@@ -289,7 +289,7 @@ int RunWarmBench(int argc, char** argv) {
   return RunWarmPathBench(
       WarmBenchKind::kWarm, kBench, argc, argv,
       [](const WarmOptions& options, const std::string& binary, const HostInfo&) {
-        absl::StatusOr<SupervisorSession> session = StartSession(binary);
+        absl::StatusOr<SupervisorSession> session = StartSession(binary, SupervisorArgs(options));
         if (!session.ok()) return FailBench(kBench, session.status());
         absl::StatusOr<double> warm_ms =
             WarmTheWarmFunction(*session, FunctionSpecOptions{}.spares, options.warmup_requests);

@@ -74,6 +74,8 @@ Common flags:
   --quick               a fast smoke run for CI (< 20 s): smaller defaults
   --strict              exit 1 when a bar FAILs (default: print PASS/FAIL, exit 0)
   --supervisor PATH     the supervisor binary (default: found next to zygo)
+  --zygote-tree on|off  the function's zygote forked from a runtime zygote, as zygo serve
+                        does by default (default on; density measures both)
   --python PATH         the peer's interpreter (default /usr/bin/python3)
   -h, --help            this text
 )";
@@ -142,6 +144,14 @@ void Declare(WarmBenchKind kind, WarmOptions& o, FlagSet& flags) {
                 /*allow_empty=*/true);
       break;
   }
+  flags.Custom("--zygote-tree", [&o](const std::string& text) -> absl::Status {
+    if (text != "on" && text != "off") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--zygote-tree must be on or off, not '", text, "'"));
+    }
+    o.zygote_tree = text == "on";
+    return absl::OkStatus();
+  });
   flags.Text("--supervisor", &o.supervisor, /*allow_empty=*/true)
       .Text("--python", &o.python, /*allow_empty=*/true)
       .Switch("--quick", &o.quick)
@@ -163,6 +173,10 @@ void ApplyQuickDefaults(const FlagSet& flags, WarmOptions* o) {
 }
 
 }  // namespace
+
+std::vector<std::string> SupervisorArgs(const WarmOptions& options) {
+  return {"--zygote-tree", options.zygote_tree ? "on" : "off"};
+}
 
 absl::StatusOr<WarmOptions> ParseWarmFlags(WarmBenchKind kind, int argc, char** argv) {
   WarmOptions options;

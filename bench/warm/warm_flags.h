@@ -20,6 +20,9 @@ struct WarmOptions {
   std::string supervisor;  // empty: found next to zygo
   std::string python = "/usr/bin/python3";  // the peer's interpreter
   std::string bwrap = "/usr/bin/bwrap";     // embed's one-shot peer
+  // zygo serve --zygote-tree: the function's zygote forked from a runtime zygote (density
+  // measures both ways whatever this says).
+  bool zygote_tree = true;
 
   // warm: the open-loop schedule, then the slow one; the fork floor.
   int requests = 3000;      // --quick 300
@@ -45,6 +48,9 @@ struct WarmOptions {
   int runs = 30;  // --quick 5
   int warmup = 1;
 };
+
+// The supervisor's flags `options` asks for.
+std::vector<std::string> SupervisorArgs(const WarmOptions& options);
 
 // Parses `argv` (starting after the bench's name). --quick changes only the defaults of
 // flags not given explicitly, in any order.
