@@ -9,6 +9,7 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "agents/wire/channel.h"
 #include "core/base/status_macros.h"
 #include "core/base/sys/fs.h"
@@ -19,9 +20,11 @@ namespace zygo::supervisor {
 absl::StatusOr<std::unique_ptr<ForkedZygoteProcess>> ForkedZygoteProcess::Start(
     std::shared_ptr<RuntimeZygote> runtime, const ForkedZygoteSpec& spec, core::Cgroup* cgroup,
     std::string name, absl::Duration timeout) {
+  const absl::Time start = absl::Now();
   ZYGO_ASSIGN_OR_RETURN(ForkedZygote forked, runtime->Fork(timeout));
   std::unique_ptr<ForkedZygoteProcess> process(
       new ForkedZygoteProcess(std::move(runtime), std::move(forked), std::move(name)));
+  process->fork_time_ = absl::Now() - start;
   // A zygote that could not be sealed must never go on: it would still be the runtime's.
   absl::Cleanup kill = [&process] { process->Kill(); };
   ZYGO_RETURN_IF_ERROR(process->Seal(spec, cgroup));
@@ -44,14 +47,24 @@ ForkedZygoteProcess::~ForkedZygoteProcess() { Stop(); }
 absl::Status ForkedZygoteProcess::Seal(const ForkedZygoteSpec& spec, core::Cgroup* cgroup) {
   // Its spares' Forked frames arrive on this channel: the kernel must name their senders.
   ZYGO_RETURN_IF_ERROR(wire::EnablePeerCredentials(channel_.get()));
+  absl::Time start = absl::Now();
   if (cgroup != nullptr) ZYGO_RETURN_IF_ERROR(cgroup->AttachFromParent(pid_));
+  cgroup_time_ = absl::Now() - start;
+  start = absl::Now();
   const core::ForkedZygoteTarget target{runtime_->init_pid(), runtime_->init_pidfd(), pid_,
                                         pidfd_.get()};
   ZYGO_RETURN_IF_ERROR(core::SealForkedZygote(target, spec.namespaces));
+  seal_time_ = absl::Now() - start;
   ZYGO_ASSIGN_OR_RETURN(base::UniqueFd log_write, log_.Open());
   ZYGO_ASSIGN_OR_RETURN(wire::Frame seal, wire::Encode(spec.seal));
   const int fds[] = {log_write.get()};
   return wire::SendFrame(channel_.get(), seal, fds);
+}
+
+std::string ForkedZygoteProcess::StartBreakdown() const {
+  return absl::StrFormat(
+      "fork %.1f ms, cgroup %.1f ms, seal %.1f ms", absl::ToDoubleMilliseconds(fork_time_),
+      absl::ToDoubleMilliseconds(cgroup_time_), absl::ToDoubleMilliseconds(seal_time_));
 }
 
 void ForkedZygoteProcess::ShutdownChannel() { shutdown(channel_.get(), SHUT_RDWR); }

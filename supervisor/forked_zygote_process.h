@@ -46,6 +46,8 @@ class ForkedZygoteProcess : public ZygoteProcess {
   void Kill() override;
   void Stop() override;
   std::string LogTail() const override { return log_.Tail(); }
+  // The fork from the runtime zygote, the move into the function's cgroup, the seal.
+  std::string StartBreakdown() const override;
   // The runtime's zygo-init reports in the runtime sandbox's pid namespace, one level
   // above the function's: read from the spare's NSpid.
   absl::StatusOr<pid_t> SeccompReportPid(pid_t pid, pid_t announced) const override;
@@ -59,6 +61,7 @@ class ForkedZygoteProcess : public ZygoteProcess {
                       std::string name);
   absl::Status Seal(const ForkedZygoteSpec& spec, core::Cgroup* cgroup);
 
+  absl::Duration fork_time_, cgroup_time_, seal_time_;
   const std::shared_ptr<RuntimeZygote> runtime_;  // kept alive: its death would end this one
   const base::UniqueFd channel_;
   const pid_t pid_;

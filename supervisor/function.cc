@@ -230,8 +230,12 @@ absl::StatusOr<std::shared_ptr<Zygote>> Function::WarmZygote() {
   last_used_ = std::chrono::steady_clock::now();
   warm_ms_ = absl::ToDoubleMilliseconds(zygote_->warm_time());
   forked_ = zygote_->forked();
-  Log(LogLevel::kInfo, absl::StrFormat("%s is warm (%.1f ms%s)", spec_.name, warm_ms_,
-                                       forked_ ? ", forked from its runtime zygote" : ""));
+  const std::string breakdown = zygote_->start_breakdown();
+  Log(LogLevel::kInfo,
+      absl::StrFormat(
+          "%s is warm (%.1f ms%s%s)", spec_.name, warm_ms_,
+          forked_ ? ", forked from its runtime zygote" : "",
+          breakdown.empty() ? "" : absl::StrCat(": ", breakdown, ", then its imports")));
   return zygote_;
 }
 

@@ -100,6 +100,8 @@ class Zygote : private SparePool::Host {
   absl::Duration warm_time() const { return warm_time_; }
   // Forked from a runtime zygote rather than started in a sandbox of its own.
   bool forked() const { return config_.runtime != nullptr; }
+  // Where its start went before the agent ran (ZygoteProcess::StartBreakdown).
+  std::string start_breakdown() const { return process_ ? process_->StartBreakdown() : ""; }
 
  private:
   friend class RequestRun;  // a request's run uses the spares, statuses and caches below

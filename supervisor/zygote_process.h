@@ -34,6 +34,9 @@ class ZygoteProcess {
   virtual void Stop() = 0;
   // The end of what the agent printed.
   virtual std::string LogTail() const = 0;
+  // How its start was spent before the agent ran, for the log ("fork 1.2 ms, ..."); empty
+  // when there is nothing to say.
+  virtual std::string StartBreakdown() const { return ""; }
   // The pid zygo-init reports a seccomp kill of spare `pid` (in the supervisor's pid
   // namespace) with; `announced` is the spare's own getpid() from its Forked.
   virtual absl::StatusOr<pid_t> SeccompReportPid(pid_t pid, pid_t announced) const = 0;
