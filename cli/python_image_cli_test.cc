@@ -27,6 +27,9 @@ extern char** environ;
 namespace zygo::testing {
 namespace {
 
+// testing/python/make_tinypkg_wheel.py: DIR GREETING -> DIR/tinypkg-1.0-py3-none-any.whl.
+std::string WheelScript() { return testing::Runfile("testing/python/make_tinypkg_wheel.py"); }
+
 namespace fs = std::filesystem;
 
 int Count(const std::string& text, const std::string& needle) {
@@ -68,26 +71,6 @@ exit 1
 make_layer_tar "$WORK/rootfs" "$WORK/layer.tar"
 oci image "$2" --ref latest --layer "$WORK/layer.tar" \
   --config '{"Env":["PATH=/bin:/usr/bin"],"Cmd":["sh"]}' >/dev/null
-)";
-
-// A pure-python wheel, made the way a build backend would (a zip with the package and
-// METADATA, WHEEL and RECORD). Args: the directory to write it to, the greeting.
-constexpr char kWheelScript[] = R"(import base64, hashlib, sys, zipfile
-out, greeting = sys.argv[1], sys.argv[2]
-files = {
-    'tinypkg/__init__.py': 'GREETING = %r\n' % greeting,
-    'tinypkg-1.0.dist-info/METADATA': 'Metadata-Version: 2.1\nName: tinypkg\nVersion: 1.0\n',
-    'tinypkg-1.0.dist-info/WHEEL':
-        'Wheel-Version: 1.0\nGenerator: zygo-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n',
-}
-def digest(text):
-    raw = hashlib.sha256(text.encode()).digest()
-    return 'sha256=%s,%d' % (base64.urlsafe_b64encode(raw).rstrip(b'=').decode(), len(text))
-record = ''.join('%s,%s\n' % (name, digest(text)) for name, text in files.items())
-with zipfile.ZipFile(out + '/tinypkg-1.0-py3-none-any.whl', 'w') as wheel:
-    for name, text in files.items():
-        wheel.writestr(name, text)
-    wheel.writestr('tinypkg-1.0.dist-info/RECORD', record + 'tinypkg-1.0.dist-info/RECORD,,\n')
 )";
 
 class PythonImageCli : public ::testing::Test {
@@ -239,9 +222,8 @@ TEST_F(PythonImageCli, VenvIsBuiltOnceReusedAndRebuiltOnEdit) {
   LOAD_OR_SKIP("python-pip", "pypip:test", digest);
   std::string wheels = scratch_ + "/wheels", requirements = scratch_ + "/requirements.txt";
   fs::create_directories(wheels);
-  ASSERT_EQ(
-      RunOnHost({"/usr/bin/python3", "-c", kWheelScript, wheels, "hello from tinypkg"}).exit_code,
-      0);
+  ASSERT_EQ(RunOnHost({"/usr/bin/python3", WheelScript(), wheels, "hello from tinypkg"}).exit_code,
+            0);
   std::ofstream(requirements) << "tinypkg==1.0\n";
   std::vector<std::string> flags = {"-v",           "run",  "--requirements", requirements,
                                     "--find-links", wheels, "pypip:test"};
@@ -333,10 +315,9 @@ TEST_F(PythonImageCli, FunctionsShareTheVenvOfTheirRequirements) {
   LOAD_OR_SKIP("python-pip", "pypip:test", digest);
   const std::string code = scratch_ + "/code";
   fs::create_directories(code + "/wheels");
-  ASSERT_EQ(
-      RunOnHost({"/usr/bin/python3", "-c", kWheelScript, code + "/wheels", "hello from tinypkg"})
-          .exit_code,
-      0);
+  ASSERT_EQ(RunOnHost({"/usr/bin/python3", WheelScript(), code + "/wheels", "hello from tinypkg"})
+                .exit_code,
+            0);
   std::ofstream(code + "/requirements.txt") << "tinypkg==1.0\n";
   std::ofstream(code + "/bad.txt") << "nosuch==9\n";
   std::ofstream(code + "/handler.py")

@@ -30,6 +30,9 @@ extern char** environ;
 namespace zygo::testing {
 namespace {
 
+// testing/python/make_tinypkg_wheel.py: DIR GREETING -> DIR/tinypkg-1.0-py3-none-any.whl.
+std::string WheelScript() { return testing::Runfile("testing/python/make_tinypkg_wheel.py"); }
+
 namespace fs = std::filesystem;
 
 // A Debian repository at $1/debian: zygo-test-hello (a file in /usr/share and one in
@@ -75,25 +78,6 @@ done >"$packages"
 } >"$repo/dists/bookworm/Release"
 )sh";
 
-// The same pure-python wheel as python_image_cli_test's. Args: the directory, the greeting.
-constexpr char kWheelScript[] = R"(import base64, hashlib, sys, zipfile
-out, greeting = sys.argv[1], sys.argv[2]
-files = {
-    'tinypkg/__init__.py': 'GREETING = %r\n' % greeting,
-    'tinypkg-1.0.dist-info/METADATA': 'Metadata-Version: 2.1\nName: tinypkg\nVersion: 1.0\n',
-    'tinypkg-1.0.dist-info/WHEEL':
-        'Wheel-Version: 1.0\nGenerator: zygo-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n',
-}
-def digest(text):
-    raw = hashlib.sha256(text.encode()).digest()
-    return 'sha256=%s,%d' % (base64.urlsafe_b64encode(raw).rstrip(b'=').decode(), len(text))
-record = ''.join('%s,%s\n' % (name, digest(text)) for name, text in files.items())
-with zipfile.ZipFile(out + '/tinypkg-1.0-py3-none-any.whl', 'w') as wheel:
-    for name, text in files.items():
-        wheel.writestr(name, text)
-    wheel.writestr('tinypkg-1.0.dist-info/RECORD', record + 'tinypkg-1.0.dist-info/RECORD,,\n')
-)";
-
 // Reads the packages' files (and the venv's package) from inside the function.
 constexpr char kHandler[] = R"(import sys
 
@@ -120,7 +104,7 @@ std::vector<std::string> Entries(const std::string& dir) {
   return names;
 }
 
-ino_t Inode(const std::string& path) {
+ino_t TestFileInode(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0 ? st.st_ino : 0;
 }
@@ -165,7 +149,7 @@ class SystemPackagesCli : public ::testing::Test {
               0);
     session_->internet().mirror().SetRoot(scratch_ + "/mirror");
     ASSERT_EQ(
-        RunOnHost({"/usr/bin/python3", "-c", kWheelScript, code_ + "/wheels", "hello from tinypkg"})
+        RunOnHost({"/usr/bin/python3", WheelScript(), code_ + "/wheels", "hello from tinypkg"})
             .exit_code,
         0);
     std::ofstream(code_ + "/requirements.txt") << "tinypkg==1.0\n";
@@ -254,7 +238,7 @@ TEST_F(SystemPackagesCli, UpFromScratchInstallsThePackagesOnceAndRemembersAFailu
   ASSERT_EQ(Entries(store_ + "/venvs/sha256").size(), 1u);
   const std::string layer = Entries(store_ + "/system/sha256")[0];
   const std::string venv = Entries(store_ + "/venvs/sha256")[0];
-  const ino_t layer_inode = Inode(layer + "/root"), venv_inode = Inode(venv);
+  const ino_t layer_inode = TestFileInode(layer + "/root"), venv_inode = TestFileInode(venv);
   // Control: the image itself has none of the packages' files; a function without
   // `system` on it sees none.
   RunResult plain_up = Up("plain", "");
@@ -270,8 +254,8 @@ TEST_F(SystemPackagesCli, UpFromScratchInstallsThePackagesOnceAndRemembersAFailu
   EXPECT_EQ(Exec("second").out, answer.out);
   EXPECT_EQ(mirror.Requests().size(), fetched.size());
   ASSERT_EQ(Entries(store_ + "/system/sha256").size(), 1u);
-  EXPECT_EQ(Inode(layer + "/root"), layer_inode);
-  EXPECT_EQ(Inode(venv), venv_inode);
+  EXPECT_EQ(TestFileInode(layer + "/root"), layer_inode);
+  EXPECT_EQ(TestFileInode(venv), venv_inode);
   EXPECT_EQ(Entries(store_ + "/venvs/sha256").size(), 2u);
 
   // A package the mirror lacks: apt's line at `zygo up`, exit 125, and remembered.

@@ -28,6 +28,7 @@
 #include "core/base/unique_fd.h"
 #include "images/apt_sources.h"
 #include "images/digest.h"
+#include "images/internal/build_log.h"
 #include "images/internal/keyed_entries.h"
 #include "images/link_tree.h"
 #include "images/tree_overlay.h"
@@ -52,19 +53,6 @@ bool IsDirectory(const std::string& path) {
 
 absl::Status Failure(absl::StatusCode code, absl::string_view what) {
   return absl::Status(code, absl::StrCat(kErrorPrefix, what));
-}
-
-// What apt said went wrong: its last "E:" line, else the log's last line.
-std::string FailureLine(const std::string& log) {
-  std::string last, error;
-  for (absl::string_view line : absl::StrSplit(log, '\n')) {
-    line = absl::StripAsciiWhitespace(line);
-    if (line.empty()) continue;
-    last = std::string(line);
-    if (absl::StartsWith(line, "E:")) error = last;
-  }
-  std::string chosen = error.empty() ? last : error;
-  return chosen.size() > 300 ? chosen.substr(0, 300) + "..." : chosen;
 }
 
 // Whether `tool` is on the image's PATH inside the root `root` (any kind of entry: a
@@ -163,7 +151,7 @@ absl::Status RunStep(const RunnableImage& image, const std::string& rootfs, cons
   job.allow = std::move(allow);
   absl::StatusOr<int> exit_code = run(job);
   absl::StatusOr<std::string> log = base::sys::ReadFile(work.log);
-  std::string line = log.ok() ? FailureLine(*log) : "";
+  std::string line = log.ok() ? BuildFailureLine(*log, "E:") : "";
   std::string detail = line.empty() ? "" : absl::StrCat(": ", line);
   if (!exit_code.ok()) {
     return Failure(exit_code.status().code(),

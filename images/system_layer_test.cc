@@ -22,19 +22,9 @@ namespace zygo::images {
 namespace {
 
 namespace fs = std::filesystem;
+using zygo::testing::ReadTestFile;
+using zygo::testing::TestFileInode;
 using zygo::testing::WriteTestFile;
-
-std::string Read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-ino_t Inode(const std::string& path) {
-  struct stat st;
-  return ::lstat(path.c_str(), &st) == 0 ? st.st_ino : 0;
-}
 
 class SystemLayerTest : public ::testing::Test {
  protected:
@@ -141,13 +131,14 @@ TEST_F(SystemLayerTest, BuildsWithTheImagesAptOnTheImagesMirrorsOnly) {
   EXPECT_TRUE(jobs_[2].allow.empty());
   EXPECT_TRUE(jobs_[3].allow.empty());
   // The root: the image's files as the same inodes, the packages' files over them.
-  EXPECT_EQ(Inode(layer->rootfs + "/usr/bin/python3"), Inode(image_.rootfs + "/usr/bin/python3"));
-  EXPECT_EQ(Read(layer->rootfs + "/usr/share/zygo-test/zygo-test-hello_1.0_all.deb.txt"),
+  EXPECT_EQ(TestFileInode(layer->rootfs + "/usr/bin/python3"),
+            TestFileInode(image_.rootfs + "/usr/bin/python3"));
+  EXPECT_EQ(ReadTestFile(layer->rootfs + "/usr/share/zygo-test/zygo-test-hello_1.0_all.deb.txt"),
             "zygo-test-hello_1.0_all.deb");
   EXPECT_FALSE(fs::exists(image_.rootfs + "/usr/share/zygo-test")) << "the image is untouched";
   const std::string entry = fs::path(layer->rootfs).parent_path().string();
-  EXPECT_EQ(Read(entry + "/zygo-image"), image_.manifest_digest + "\n");
-  EXPECT_EQ(Read(entry + "/packages"), "zygo-test-hello\n");
+  EXPECT_EQ(ReadTestFile(entry + "/zygo-image"), image_.manifest_digest + "\n");
+  EXPECT_EQ(ReadTestFile(entry + "/packages"), "zygo-test-hello\n");
   EXPECT_TRUE(fs::is_empty(store_->root() + "/tmp"));
   // Reused: no job, the same root.
   jobs_.clear();
@@ -197,7 +188,7 @@ TEST_F(SystemLayerTest, AJobsLinkOutOfTheScratchDirectoryIsNotFollowed) {
   EXPECT_TRUE(absl::StartsWith(layer.status().message(), "system packages: open("))
       << layer.status();
   EXPECT_TRUE(absl::StrContains(layer.status().message(), "O_NOFOLLOW")) << layer.status();
-  EXPECT_EQ(Read(host_dir + "/usr/share/secret.txt"), "host\n");
+  EXPECT_EQ(ReadTestFile(host_dir + "/usr/share/secret.txt"), "host\n");
   EXPECT_TRUE(fs::is_empty(store_->root() + "/system/sha256"));
   EXPECT_TRUE(fs::is_empty(store_->root() + "/tmp"));
 }
@@ -243,7 +234,7 @@ TEST_F(SystemLayerTest, TheBaseRootGetsAResolvConfButNeverThroughALink) {
   ASSERT_FALSE(fs::exists(image_.rootfs + "/etc/resolv.conf"));
   ASSERT_TRUE(EnsureSystemLayer(*store_, image_, request_, Fake()).ok());
   EXPECT_TRUE(fs::is_regular_file(image_.rootfs + "/etc/resolv.conf"));
-  EXPECT_EQ(Read(image_.rootfs + "/etc/resolv.conf"), "");
+  EXPECT_EQ(ReadTestFile(image_.rootfs + "/etc/resolv.conf"), "");
 
   // An image whose /etc is an absolute link: its sources are read inside the root, and
   // the same path on the host is never written.

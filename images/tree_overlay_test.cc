@@ -19,14 +19,9 @@ namespace zygo::images {
 namespace {
 
 namespace fs = std::filesystem;
+using zygo::testing::ReadTestFile;
+using zygo::testing::TestFileInode;
 using zygo::testing::WriteTestFile;
-
-std::string Read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 class TreeOverlay : public ::testing::Test {
  protected:
@@ -59,11 +54,11 @@ TEST_F(TreeOverlay, MergesThroughTheRootsLinksAndReplacesFiles) {
   // The links are still links, and what the packages put "under" them is in /usr.
   EXPECT_TRUE(fs::is_symlink(root_ + "/lib"));
   EXPECT_TRUE(fs::is_symlink(root_ + "/bin"));
-  EXPECT_EQ(Read(root_ + "/usr/lib/zygo/lib.txt"), "from /lib\n");
-  EXPECT_EQ(Read(root_ + "/usr/bin/tool"), "#!/bin/sh\n");
-  EXPECT_EQ(Read(root_ + "/usr/lib/old.txt"), "new\n");
-  EXPECT_EQ(Read(root_ + "/usr/lib/kept.txt"), "kept\n");
-  EXPECT_EQ(Read(root_ + "/usr/share/zygo-test/hello.txt"), "hello\n");
+  EXPECT_EQ(ReadTestFile(root_ + "/usr/lib/zygo/lib.txt"), "from /lib\n");
+  EXPECT_EQ(ReadTestFile(root_ + "/usr/bin/tool"), "#!/bin/sh\n");
+  EXPECT_EQ(ReadTestFile(root_ + "/usr/lib/old.txt"), "new\n");
+  EXPECT_EQ(ReadTestFile(root_ + "/usr/lib/kept.txt"), "kept\n");
+  EXPECT_EQ(ReadTestFile(root_ + "/usr/share/zygo-test/hello.txt"), "hello\n");
   EXPECT_EQ(fs::read_symlink(root_ + "/usr/share/zygo-test/link"), "hello.txt");
 }
 
@@ -81,7 +76,7 @@ TEST_F(TreeOverlay, NothingLandsOutsideTheRoot) {
   ASSERT_TRUE(stats.ok()) << stats.status();
   EXPECT_TRUE(fs::is_empty(outside)) << "written outside the root";
   // RESOLVE_IN_ROOT: "../../../../<outside>" from the root is <root>/<outside>.
-  EXPECT_EQ(Read(root_ + outside + "/x.txt"), "inside\n");
+  EXPECT_EQ(ReadTestFile(root_ + outside + "/x.txt"), "inside\n");
   EXPECT_TRUE(fs::is_symlink(root_ + "/usr/out"));
 }
 

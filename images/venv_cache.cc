@@ -22,6 +22,7 @@
 #include "core/base/sys/remove_tree.h"
 #include "core/base/unique_fd.h"
 #include "images/digest.h"
+#include "images/internal/build_log.h"
 #include "images/internal/keyed_entries.h"
 
 namespace zygo::images {
@@ -65,20 +66,6 @@ if subprocess.call([py, '-m', 'pip', '--python', '/venv/bin/python', 'install'] 
 bool IsDirectory(const std::string& path) {
   struct stat st;
   return ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-// The line of the build log that says what went wrong: pip's last "ERROR:" line, else
-// the last line of any kind.
-std::string FailureLine(const std::string& log) {
-  std::string last, error;
-  for (absl::string_view line : absl::StrSplit(log, '\n')) {
-    line = absl::StripAsciiWhitespace(line);
-    if (line.empty()) continue;
-    last = std::string(line);
-    if (absl::StartsWith(line, "ERROR:")) error = last;
-  }
-  std::string chosen = error.empty() ? last : error;
-  return chosen.size() > 300 ? chosen.substr(0, 300) + "..." : chosen;
 }
 
 // The mountpoint in the store's root. Its top may be read-only (0555 from the image's
@@ -147,7 +134,7 @@ absl::Status BuildIn(const std::string& temp, const std::string& log_path,
   job.output = log_path;  // never on the terminal of the run that asked for the venv
   absl::StatusOr<int> exit_code = run(job);
   absl::StatusOr<std::string> log = base::sys::ReadFile(log_path);
-  std::string line = log.ok() ? FailureLine(*log) : "";
+  std::string line = log.ok() ? BuildFailureLine(*log, "ERROR:") : "";
   if (!exit_code.ok()) {
     return absl::Status(exit_code.status().code(),
                         absl::StrCat("--requirements ", request.requirements, ": the venv build ",

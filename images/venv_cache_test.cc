@@ -21,14 +21,9 @@
 namespace zygo::images {
 namespace {
 
-namespace fs = std::filesystem;
+using zygo::testing::ReadTestFile;
 
-std::string Read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+namespace fs = std::filesystem;
 
 const JobMount* MountAt(const SandboxJob& job, const std::string& sandbox) {
   for (const JobMount& mount : job.mounts) {
@@ -119,7 +114,7 @@ TEST_F(VenvCache, BuildsOnceWithTheImagesPipAndReusesIt) {
   EXPECT_EQ(seen_.rootfs, image_.rootfs);
   EXPECT_EQ(seen_.image_env, image_.config.env);
   // The result: the file's exact bytes kept, the log and pip's temp files gone.
-  EXPECT_EQ(Read(venv->path + "/zygo-requirements.txt"), "tinypkg==1.0\n");
+  EXPECT_EQ(ReadTestFile(venv->path + "/zygo-requirements.txt"), "tinypkg==1.0\n");
   EXPECT_TRUE(fs::exists(venv->path + "/bin/python"));
   EXPECT_FALSE(fs::exists(venv->path + "/.zygo-tmp"));
   EXPECT_TRUE(fs::is_empty(store_->root() + "/tmp"));

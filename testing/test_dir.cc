@@ -1,9 +1,12 @@
 #include "testing/test_dir.h"
 
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <string>
 
 #include "gtest/gtest.h"
 
@@ -24,6 +27,18 @@ void WriteTestFile(const std::string& path, const std::string& content) {
   out << content;
   out.close();
   EXPECT_TRUE(out.good()) << "cannot write " << path;
+}
+
+std::string ReadTestFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+ino_t TestFileInode(const std::string& path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0 ? st.st_ino : 0;
 }
 
 }  // namespace zygo::testing

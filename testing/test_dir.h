@@ -2,6 +2,8 @@
 #ifndef ZYGO_TESTING_TEST_DIR_H_
 #define ZYGO_TESTING_TEST_DIR_H_
 
+#include <sys/types.h>
+
 #include <string>
 
 namespace zygo::testing {
@@ -13,6 +15,12 @@ std::string FreshTestDir(const std::string& prefix = "");
 // Writes `content` to `path`, making its parent directories; a test failure naming `path`
 // when it cannot.
 void WriteTestFile(const std::string& path, const std::string& content);
+
+// The whole content of `path`; "" when it cannot be read.
+std::string ReadTestFile(const std::string& path);
+
+// The inode `path` names itself (lstat), 0 when there is none: two names of one file.
+ino_t TestFileInode(const std::string& path);
 
 }  // namespace zygo::testing
 
