@@ -15,6 +15,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "agents/python/allocator_holes.h"
 #include "agents/python/interpreter.h"
 #include "agents/python/python_api.h"
 #include "agents/python/runtime_zygote.h"
@@ -79,6 +80,8 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
 absl::Status ServeRuntime(Interpreter& interpreter, const Flags& flags) {
   if (absl::Status status = interpreter.ImportModules(flags.preload); !status.ok()) return status;
   if (absl::Status status = interpreter.FreezeHeap(); !status.ok()) return status;
+  // Each function zygote's own objects then start pools of their own (allocator_holes.h).
+  (void)FillAllocatorHoles(interpreter.api());
   interpreter.FlushStdio();
   absl::StatusOr<wire::Frame> hello =
       wire::Encode(wire::HelloMessage{kRuntimeKind, wire::kProtocolVersion, ::getpid()});

@@ -71,7 +71,8 @@ namespace zygo::agents::python {
   X(PyEval_EvalCode)              \
   X(PyEval_GetBuiltins)           \
   X(PyModule_New)                 \
-  X(PyModule_GetDict)
+  X(PyModule_GetDict)             \
+  X(PyObject_Malloc)
 
 struct PythonApi {
 #define ZYGO_PYTHON_MEMBER(name) decltype(&::name) name = nullptr;

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agents/isolation/isolation.h"
+#include "agents/python/allocator_holes.h"
 #include "agents/python/spare.h"
 #include "agents/wire/channel.h"
 #include "agents/wire/messages.h"
@@ -44,6 +45,10 @@ absl::Status WarmAndServe(Interpreter& interpreter, const FunctionEntry& entry, 
     function = std::move(*imported);
   }
   if (absl::Status status = interpreter.FreezeHeap(); !status.ok()) return status;
+  // A request's allocations then start pools of their own instead of writing into free
+  // blocks spread over pages every spare shares (allocator_holes.h). Only an optimisation:
+  // an allocator without the table (PYTHONMALLOC=malloc) is simply left as it is.
+  const absl::StatusOr<int64_t> filled = FillAllocatorHoles(interpreter.api());
   interpreter.FlushStdio();
   absl::StatusOr<wire::Frame> hello =
       wire::Encode(wire::HelloMessage{"python", wire::kProtocolVersion, ::getpid()});
@@ -58,6 +63,10 @@ absl::Status WarmAndServe(Interpreter& interpreter, const FunctionEntry& entry, 
   // one a caller's client woken meanwhile waited for the fork. Its spares ask again.
   (void)base::sys::RawRequestSlice(base::sys::kBackgroundSliceNs);
   const char* verbose = ::getenv("ZYGO_AGENT_VERBOSE");
+  if (verbose != nullptr && *verbose == '1') {
+    std::fprintf(stderr, "zygo-agent-python: zygote: filled %lld bytes of allocator holes\n",
+                 filled.ok() ? static_cast<long long>(*filled) : -1LL);
+  }
   PythonSpareRunner runner(interpreter, function.get(), isolation::PrepareLandlockBase(),
                            verbose != nullptr && *verbose == '1');
   absl::Status served = zygote::RunZygote(channel, runner);
