@@ -1,10 +1,12 @@
-// The Python agent's entry in the conformance suite.
+// The Python agent's entry in the conformance suite, and the list of every agent's.
 #include "agents/conformance/agent_kinds.h"
 
 #include <limits.h>
 #include <stdlib.h>
 
 #include <sstream>
+
+#include "absl/strings/str_cat.h"
 
 namespace zygo::agents::conformance {
 namespace {
@@ -89,9 +91,14 @@ AgentCommand PythonPoolMode(const std::string& dir) {
 
 }  // namespace
 
+std::string PythonFrameAt(const std::string& file, int line) {
+  return absl::StrCat(file, "\", line ", line);
+}
+
 std::vector<AgentKind> AllAgentKinds() {
   return {AgentKind{"python", "handler.py", kPythonHandler, kPythonPoolScript,
-                    kPythonPoolScriptRaising, PythonFunctionMode, PythonPoolMode}};
+                    kPythonPoolScriptRaising, PythonFunctionMode, PythonPoolMode},
+          NodeAgentKind()};
 }
 
 int LineOf(const std::string& source, const std::string& marker) {

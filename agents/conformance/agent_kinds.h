@@ -23,9 +23,13 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "agents/conformance/agent_process.h"
 
 namespace zygo::agents::conformance {
+
+// A Python traceback's frame: `File "/dir/handler.py", line 12`.
+std::string PythonFrameAt(const std::string& file, int line);
 
 struct AgentKind {
   std::string name;  // Hello's agent_kind.
@@ -36,6 +40,23 @@ struct AgentKind {
   // The command for function mode with the handler file in `dir`, and for pool mode.
   AgentCommand (*function_mode)(const std::string& dir);
   AgentCommand (*pool_mode)(const std::string& dir);
+  // A pool script's file name is its entry and this.
+  std::string script_extension = ".py";
+  // How a traceback names line `line` of `file`.
+  std::string (*frame_at)(const std::string& file, int line) = PythonFrameAt;
+  // A word of the ResultError's message for the handler's unencodable value.
+  std::string unencodable = "set";
+  // Whether JSON numbers become IEEE doubles in the handler's language (JavaScript's
+  // JSON.parse), so 3.0 comes back as 3 and integers past 2^53 are rounded.
+  bool numbers_are_doubles = false;
+  // Whether the agent answers report_touched with Touched (optional in the protocol).
+  bool reports_touched = true;
+  // Whether a pool child sends Compiled (optional in the protocol).
+  bool compiles_scripts = true;
+  // How long after a spare's Pong it is ready for a request's fastest path, and how many
+  // requests the latency test times (half as many again in a burst).
+  absl::Duration settle = absl::Milliseconds(40);
+  int latency_requests = 200;
 };
 
 inline std::ostream& operator<<(std::ostream& out, const AgentKind& kind) {
@@ -44,6 +65,7 @@ inline std::ostream& operator<<(std::ostream& out, const AgentKind& kind) {
 
 // Every agent under test.
 std::vector<AgentKind> AllAgentKinds();
+AgentKind NodeAgentKind();  // node_kind.cc
 
 // The 1-based line of `source` that contains `marker`, or 0.
 int LineOf(const std::string& source, const std::string& marker);

@@ -1,0 +1,154 @@
+// zygo-agent-node: the Node agent. It holds a function's sandbox open as its zygote and,
+// for each spare the supervisor asks for, forks a process that sets itself apart from the
+// other requests and starts a Node worker with the handler loaded (node_spare.h); each
+// worker serves one request and exits. Before Hello it loads the handler once in a check
+// worker, so a handler that cannot load fails the warm-up, not every request. Anything
+// that fails before Hello exits 125 with one line on stderr (the load error's stack after).
+// Usage: zygo-agent-node [--fd N] [--code-dir DIR] (--entry FILE:FUNCTION | --pool) [--node PATH]
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "agents/isolation/isolation.h"
+#include "agents/node/node_spare.h"
+#include "agents/node/node_worker.h"
+#include "agents/wire/channel.h"
+#include "agents/wire/messages.h"
+#include "agents/zygote/zygote.h"
+
+namespace zygo::agents::node {
+namespace {
+
+constexpr int kStartupFailed = 125;
+constexpr char kUsage[] =
+    "usage: zygo-agent-node [--fd N] [--code-dir DIR] (--entry FILE:FUNCTION | --pool) "
+    "[--node PATH]";
+// Room left in a Done frame's payload for the result after its other fields.
+constexpr size_t kMaxResultSize = wire::kMaxPayloadSize - 64;
+
+struct Flags {
+  int fd = 3;
+  std::string entry;
+  bool pool = false;
+  std::string code_dir = "/code";
+  std::string node;  // empty: the first node on PATH
+};
+
+absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
+  Flags flags;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--pool") {
+      flags.pool = true;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      return absl::InvalidArgumentError(absl::StrCat(arg, ": missing value; ", kUsage));
+    }
+    const std::string value = argv[++i];
+    if (arg == "--fd") {
+      if (!absl::SimpleAtoi(value, &flags.fd) || flags.fd < 0) {
+        return absl::InvalidArgumentError(absl::StrCat("--fd ", value, " is not an fd number"));
+      }
+    } else if (arg == "--entry") {
+      flags.entry = value;
+    } else if (arg == "--code-dir") {
+      flags.code_dir = value;
+    } else if (arg == "--node") {
+      flags.node = value;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag ", arg, "; ", kUsage));
+    }
+  }
+  if (flags.pool == !flags.entry.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("give exactly one of --entry and --pool; ", kUsage));
+  }
+  if (!flags.pool && flags.entry.find(':') == std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--entry ", flags.entry, " is not FILE:FUNCTION (e.g. handler.js:main)"));
+  }
+  return flags;
+}
+
+// --node, else the first executable `node` on PATH.
+absl::StatusOr<std::string> FindNode(const std::string& given) {
+  if (!given.empty()) {
+    if (::access(given.c_str(), X_OK) == 0) return given;
+    return absl::FailedPreconditionError(absl::StrCat("--node ", given, " is not executable"));
+  }
+  const char* path = ::getenv("PATH");
+  const std::string search = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  for (absl::string_view dir : absl::StrSplit(search, ':', absl::SkipEmpty())) {
+    std::string candidate = absl::StrCat(dir, "/node");
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return absl::FailedPreconditionError(absl::StrCat("no node on PATH (", search, ")"));
+}
+
+// The handler loaded once in a worker of its own: its error, stack and all, fails the start.
+absl::Status CheckHandler(const WorkerCommand& function) {
+  WorkerCommand check = function;
+  check.mode = WorkerMode::kCheck;
+  absl::StatusOr<Worker> worker = Worker::Start(check);
+  if (!worker.ok()) return worker.status();
+  absl::StatusOr<std::optional<WorkerError>> ready = worker->AwaitReady(STDERR_FILENO);
+  const WorkerExit exit = worker->ReapExit();
+  if (!ready.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        check.node, " ended before it loaded ", function.entry.empty() ? "anything" : function.entry,
+        exit.signalled ? " (signal " : " (exit status ", exit.code, ")"));
+  }
+  if (!ready->has_value()) return absl::OkStatus();
+  const WorkerError& error = **ready;
+  return absl::FailedPreconditionError(absl::StrCat("cannot load ", function.entry, ": ",
+                                                    error.type, ": ", error.message, "\n",
+                                                    error.stack));
+}
+
+// Everything up to and including Hello; the zygote loop then owns the process.
+absl::Status Serve(const Flags& flags) {
+  if (absl::Status status = zygote::BlockChildSignal(); !status.ok()) return status;
+  absl::StatusOr<std::string> node = FindNode(flags.node);
+  if (!node.ok()) return node.status();
+  WorkerCommand command{*node, flags.pool ? WorkerMode::kPool : WorkerMode::kFunction,
+                        flags.code_dir, flags.entry, kMaxResultSize};
+  if (absl::Status checked = CheckHandler(command); !checked.ok()) return checked;
+  // Listed once here; every spare stacks its own domain from these fds (isolation.h).
+  NodeSpareRunner runner(command, isolation::PrepareLandlockBase());
+  absl::StatusOr<wire::Frame> hello =
+      wire::Encode(wire::HelloMessage{"node", wire::kProtocolVersion, ::getpid()});
+  if (!hello.ok()) return hello.status();
+  if (absl::Status status = wire::SendFrame(flags.fd, *hello, {}); !status.ok()) {
+    if (wire::IsPeerClosed(status)) ::_exit(0);  // dropped before it was ready
+    return absl::Status(status.code(),
+                        absl::StrCat("Hello on fd ", flags.fd, ": ", status.message()));
+  }
+  if (absl::Status served = zygote::RunZygote(flags.fd, runner); !served.ok()) {
+    std::fprintf(stderr, "zygo-agent-node: zygote: %s\n", served.ToString().c_str());
+    ::_exit(1);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace zygo::agents::node
+
+int main(int argc, char** argv) {
+  using zygo::agents::node::kStartupFailed;
+  absl::StatusOr<zygo::agents::node::Flags> flags = zygo::agents::node::ParseFlags(argc, argv);
+  absl::Status status = flags.ok() ? zygo::agents::node::Serve(*flags) : flags.status();
+  if (!status.ok()) {
+    std::fprintf(stderr, "zygo-agent-node: %s\n", std::string(status.message()).c_str());
+    return kStartupFailed;
+  }
+  return 0;
+}
