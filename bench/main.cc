@@ -27,7 +27,8 @@ Benches:
            times through the sandbox, in a fake internet (zygo bench net --help)
   warm     the warm path of a Python function, phase by phase, against a Python
            server that forks per request; --pool: a runtime pool against a warm
-           function (zygo bench warm --help)
+           function; --runtime node: a Node function against a node per request
+           and one node running every request (zygo bench warm --help)
   load     sustained requests per second through one warm function
            (zygo bench load --help)
   density  memory per extra warm function against per extra pooled script

@@ -34,8 +34,9 @@ pid_t ParentOf(const std::string& pid_dir) {
   return rest ? ppid : -1;
 }
 
-// utime + stime + cutime + cstime (fields 14-17 of /proc/PID/stat) in clock ticks, or -1.
-long long CpuTicks(pid_t pid) {
+// utime + stime, plus cutime + cstime with `children` (fields 14-17 of /proc/PID/stat),
+// in clock ticks, or -1.
+long long CpuTicks(pid_t pid, bool children = true) {
   std::ifstream file(absl::StrCat("/proc/", pid, "/stat"));
   std::string stat;
   if (!std::getline(file, stat)) return -1;
@@ -46,7 +47,8 @@ long long CpuTicks(pid_t pid) {
   for (int field = 3; field <= 13; ++field) rest >> skip;
   long long utime = 0, stime = 0, cutime = 0, cstime = 0;
   rest >> utime >> stime >> cutime >> cstime;
-  return rest ? utime + stime + cutime + cstime : -1;
+  if (!rest) return -1;
+  return children ? utime + stime + cutime + cstime : utime + stime;
 }
 
 }  // namespace
@@ -80,6 +82,12 @@ std::optional<double> TreeCpuSeconds(pid_t root) {
   if (root_ticks < 0) return std::nullopt;
   long long ticks = root_ticks;
   for (pid_t pid : Descendants(root)) ticks += std::max(0LL, CpuTicks(pid));
+  return static_cast<double>(ticks) / sysconf(_SC_CLK_TCK);
+}
+
+std::optional<double> ProcessCpuSeconds(pid_t pid) {
+  const long long ticks = CpuTicks(pid, /*children=*/false);
+  if (ticks < 0) return std::nullopt;
   return static_cast<double>(ticks) / sysconf(_SC_CLK_TCK);
 }
 

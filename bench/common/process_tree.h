@@ -43,6 +43,11 @@ absl::StatusOr<PssTotal> SumPss(const std::vector<pid_t>& pids);
 // (utime + stime + cutime + cstime of /proc/PID/stat); nullopt when `root` is gone.
 std::optional<double> TreeCpuSeconds(pid_t root);
 
+// CPU seconds used by `pid` itself (utime + stime), without its children; nullopt when it
+// is gone. TreeCpuSeconds(root) less this is what root's descendants used (OwnCpuSeconds
+// of host_info.h is the calling process's, children included).
+std::optional<double> ProcessCpuSeconds(pid_t pid);
+
 }  // namespace zygo::bench
 
 #endif  // ZYGO_BENCH_COMMON_PROCESS_TREE_H_

@@ -5,9 +5,12 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "core/base/errno_status.h"
@@ -140,30 +143,49 @@ absl::StatusOr<TimedRun> RunTimed(const Command& command, int deadline_ms) {
   return TimedRun{status, NowMs() - start};
 }
 
-absl::StatusOr<std::string> CaptureStdout(const Command& command) {
+absl::StatusOr<CapturedRun> RunCaptured(const Command& command, int deadline_ms) {
   ZYGO_ASSIGN_OR_RETURN(base::UniqueFd null_fd, OpenDevNull());
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return base::ErrnoStatus(errno, "pipe2");
   base::UniqueFd read_end(fds[0]);
   base::UniqueFd write_end(fds[1]);
+  const double give_up = NowMs() + deadline_ms;
   ZYGO_ASSIGN_OR_RETURN(pid_t pid, Spawn(command, null_fd.get(), write_end.get()));
   write_end.Reset();
-  std::string out;
+  CapturedRun run;
+  struct pollfd pfd = {read_end.get(), POLLIN, 0};
   char buffer[4096];
   for (;;) {
+    const int left = static_cast<int>(give_up - NowMs());
+    if (left <= 0) break;  // AwaitExit below kills it
+    const int ready = poll(&pfd, 1, left);
+    if (ready < 0 && errno != EINTR) return base::ErrnoStatus(errno, "poll(stdout pipe)");
+    if (ready <= 0) continue;
     ssize_t n = read(read_end.get(), buffer, sizeof(buffer));
     if (n > 0) {
-      out.append(buffer, n);
+      run.out.append(buffer, n);
     } else if (n == 0 || errno != EINTR) {
       break;
     }
   }
-  ZYGO_ASSIGN_OR_RETURN(int status, Reap(pid));
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return absl::InternalError(
-        absl::StrCat(CommandLine(command), ": ", base::sys::DescribeWaitStatus(status)));
+  ZYGO_RETURN_IF_ERROR(AwaitExit(pid, std::max(1, static_cast<int>(give_up - NowMs()))));
+  struct rusage usage = {};
+  while (wait4(pid, &run.wait_status, 0, &usage) < 0) {
+    if (errno != EINTR) return base::ErrnoStatus(errno, absl::StrCat("wait4(", pid, ")"));
   }
-  return out;
+  run.cpu_seconds = usage.ru_utime.tv_sec + usage.ru_stime.tv_sec +
+                    (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+  return run;
+}
+
+absl::StatusOr<std::string> CaptureStdout(const Command& command) {
+  constexpr int kDeadlineMs = 10 * 60'000;  // a version query; only a hung tool takes long
+  ZYGO_ASSIGN_OR_RETURN(CapturedRun run, RunCaptured(command, kDeadlineMs));
+  if (!WIFEXITED(run.wait_status) || WEXITSTATUS(run.wait_status) != 0) {
+    return absl::InternalError(
+        absl::StrCat(CommandLine(command), ": ", base::sys::DescribeWaitStatus(run.wait_status)));
+  }
+  return std::move(run.out);
 }
 
 }  // namespace zygo::bench

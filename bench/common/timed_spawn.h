@@ -32,6 +32,17 @@ struct TimedRun {
 // made or awaited; a command that ran and failed is a TimedRun with its status.
 absl::StatusOr<TimedRun> RunTimed(const Command& command, int deadline_ms);
 
+struct CapturedRun {
+  int wait_status = 0;     // as waitpid(2) reports it
+  std::string out;         // everything it wrote to stdout
+  double cpu_seconds = 0;  // its user + system time (and its reaped children's), from wait4(2)
+};
+
+// Runs `command` with stdout on a pipe (stdin and stderr on /dev/null), reads it to the
+// end and reaps the command. A command still running after `deadline_ms` is killed, and
+// that is an error; a command that ran and failed is a CapturedRun with its status.
+absl::StatusOr<CapturedRun> RunCaptured(const Command& command, int deadline_ms);
+
 // Runs `command` untimed and returns its stdout (stderr to /dev/null), e.g. for
 // `bwrap --version`. An error unless it exits 0.
 absl::StatusOr<std::string> CaptureStdout(const Command& command);

@@ -80,9 +80,9 @@ absl::Status DriveBoth(const WarmOptions& options, const CallFactory& zygo, cons
 absl::StatusOr<int> Measure(const WarmOptions& options, const HostInfo& host,
                             SupervisorSession& session) {
   const std::string work = session.process->WorkDir();
-  ZYGO_ASSIGN_OR_RETURN(
-      std::unique_ptr<PreforkPeer> peer,
-      PreforkPeer::Start(options.python, work, work + "/warm/handler.py", "main"));
+  ZYGO_ASSIGN_OR_RETURN(std::unique_ptr<PeerServer> peer,
+                        PeerServer::Start(PreforkPeerScript(options.python), work,
+                                          work + "/warm/handler.py", "main"));
   LoadSide zygo_side{"zygo", {}}, peer_side{"peer", {}};
   const pid_t supervisor_pid = session.process->pid();
   OtherWork other([&] { return HelpersCpu(supervisor_pid, peer->pid()); });

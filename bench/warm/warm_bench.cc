@@ -1,4 +1,5 @@
-// `zygo bench warm` and `zygo bench warm --pool`: see warm_bench.h and docs/bench-warm.md.
+// `zygo bench warm`, `zygo bench warm --pool` and `--runtime node` (node_bench.h): see
+// warm_bench.h and docs/bench-warm.md.
 #include "bench/warm/warm_bench.h"
 
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include "bench/common/other_work.h"
 #include "bench/common/steadiness.h"
 #include "bench/common/timed_spawn.h"
+#include "bench/warm/node_bench.h"
 #include "bench/warm/request_dump.h"
 #include "bench/warm/warm_peer.h"
 #include "bench/warm/warm_report.h"
@@ -34,14 +36,6 @@ struct Compared {
   OpenLoopResult a, b;
 };
 
-void Append(OpenLoopResult* into, OpenLoopResult part) {
-  into->latency_ms.insert(into->latency_ms.end(), part.latency_ms.begin(), part.latency_ms.end());
-  into->sent_ns.insert(into->sent_ns.end(), part.sent_ns.begin(), part.sent_ns.end());
-  for (std::string& reply : part.replies) into->replies.push_back(std::move(reply));
-  into->late += part.late;
-  into->seconds += part.seconds;
-}
-
 // Runs the schedule for side a, then b, then b, then a, half the requests each time (ABBA),
 // so a slow drift of the machine lands on both sides alike. Indexes run 0..requests-1 per
 // side, in order.
@@ -52,14 +46,14 @@ absl::StatusOr<Compared> RunAbba(const std::string& label, int requests, double 
   const int rest = requests - half;
   if (half > 0) {
     ZYGO_ASSIGN_OR_RETURN(OpenLoopResult a1, RunOpenLoop(0, half, rate, a));
-    Append(&out.a, std::move(a1));
+    AppendOpenLoop(&out.a, std::move(a1));
     ZYGO_ASSIGN_OR_RETURN(OpenLoopResult b1, RunOpenLoop(0, half, rate, b));
-    Append(&out.b, std::move(b1));
+    AppendOpenLoop(&out.b, std::move(b1));
   }
   ZYGO_ASSIGN_OR_RETURN(OpenLoopResult b2, RunOpenLoop(half, rest, rate, b));
-  Append(&out.b, std::move(b2));
+  AppendOpenLoop(&out.b, std::move(b2));
   ZYGO_ASSIGN_OR_RETURN(OpenLoopResult a2, RunOpenLoop(half, rest, rate, a));
-  Append(&out.a, std::move(a2));
+  AppendOpenLoop(&out.a, std::move(a2));
   return out;
 }
 
@@ -149,9 +143,9 @@ int PrintBars(const std::vector<Bar>& bars) {
 // Both schedules, zygo against the peer; returns the number of failed bars.
 absl::StatusOr<int> MeasureAgainstPeer(const WarmOptions& options, SupervisorSession& session) {
   const std::string handler_file = session.process->WorkDir() + "/warm/handler.py";
-  ZYGO_ASSIGN_OR_RETURN(
-      std::unique_ptr<PreforkPeer> peer,
-      PreforkPeer::Start(options.python, session.process->WorkDir(), handler_file, "main"));
+  ZYGO_ASSIGN_OR_RETURN(std::unique_ptr<PeerServer> peer,
+                        PeerServer::Start(PreforkPeerScript(options.python),
+                                          session.process->WorkDir(), handler_file, "main"));
   ZYGO_ASSIGN_OR_RETURN(PeerConnection peer_connection,
                         PeerConnection::Connect(peer->socket_path()));
   CallFn peer_call = [&peer_connection](int index) {
@@ -291,6 +285,10 @@ int RunWarmBench(int argc, char** argv) {
       [](const WarmOptions& options, const std::string& binary, const HostInfo&) {
         absl::StatusOr<SupervisorSession> session = StartSession(binary, SupervisorArgs(options));
         if (!session.ok()) return FailBench(kBench, session.status());
+        if (options.runtime == "node") {
+          return FinishBench(kBench, MeasureNodeAgainstPeers(options, *session), *session,
+                             options.strict);
+        }
         absl::StatusOr<double> warm_ms =
             WarmTheWarmFunction(*session, FunctionSpecOptions{}.spares, options.warmup_requests);
         if (!warm_ms.ok()) return FailBench(kBench, warm_ms.status());

@@ -131,6 +131,14 @@ absl::StatusOr<ClosedLoopResult> RunClosedLoop(
   return result;
 }
 
+void AppendOpenLoop(OpenLoopResult* into, OpenLoopResult part) {
+  into->latency_ms.insert(into->latency_ms.end(), part.latency_ms.begin(), part.latency_ms.end());
+  into->sent_ns.insert(into->sent_ns.end(), part.sent_ns.begin(), part.sent_ns.end());
+  for (std::string& reply : part.replies) into->replies.push_back(std::move(reply));
+  into->late += part.late;
+  into->seconds += part.seconds;
+}
+
 absl::StatusOr<std::vector<double>> MeasureForkFloor(int forks) {
   std::vector<double> samples;
   samples.reserve(forks);

@@ -34,6 +34,9 @@ struct OpenLoopResult {
 absl::StatusOr<OpenLoopResult> RunOpenLoop(int first_index, int requests, double rate_per_s,
                                            const CallFn& call);
 
+// Adds `part`'s requests after `into`'s (a schedule run in parts, sides taking turns).
+void AppendOpenLoop(OpenLoopResult* into, OpenLoopResult part);
+
 struct ClosedLoopResult {
   std::vector<double> latency_ms;
   int64_t completed = 0;

@@ -9,7 +9,8 @@
 namespace zygo::bench {
 namespace {
 
-constexpr char kWarmUsage[] = R"(Usage: zygo bench warm [--pool [--scripts N]] [flags]
+constexpr char kWarmUsage[] =
+    R"(Usage: zygo bench warm [--pool [--scripts N] | --runtime node] [flags]
 
 The warm path: a Python function whose module imports sixteen standard modules, warmed,
 then requests on one keep-alive connection to the supervisor's HTTP API: an open-loop
@@ -23,6 +24,14 @@ With --pool: a runtime pool preloading the same modules; --scripts distinct scri
 stored and each called once, then the schedule sends a different script each request,
 against a warm function measured in the same run.
 
+With --runtime node: a Node function (handler.js requiring sixteen builtins, every request
+in a fresh worker) on the spaced schedule only, against two Node peers in the same run: a
+`node` spawned per request (bench/warm/node_spawn_runner.js) and one long-lived node
+running each request with vm.runInNewContext (bench/warm/node_vm_peer.js, n8n's shape).
+Reports p50/p99 and CPU per request: zygo's is the supervisor's with all it runs (the
+replacement worker's start included), the spawn peer's that of each node it spawned, the
+in-process peer's that of its one node.
+
 Flags:
   --requests N          open-loop requests (default 3000; --quick 300)
   --rate R              open-loop requests per second (default 250)
@@ -33,6 +42,8 @@ Flags:
   --scripts N           with --pool: distinct scripts (default 1000; --quick 100)
   --dump FILE           also write every timed request to FILE as CSV: schedule, side,
                         send time, client latency and the supervisor's phases
+  --runtime R           python (default) or node
+  --node PATH           with --runtime node: the peers' node (default /usr/bin/node)
 )";
 
 constexpr char kLoadUsage[] = R"(Usage: zygo bench load [flags]
@@ -122,7 +133,17 @@ void Declare(WarmBenchKind kind, WarmOptions& o, FlagSet& flags) {
           .Count("--forks", &o.forks)
           .Count("--scripts", &o.scripts)
           .Text("--dump", &o.dump)
-          .Switch("--pool", &o.pool);
+          .Switch("--pool", &o.pool)
+          .Custom("--runtime",
+                  [&o](const std::string& text) -> absl::Status {
+                    if (text != "python" && text != "node") {
+                      return absl::InvalidArgumentError(
+                          absl::StrCat("--runtime must be python or node, not '", text, "'"));
+                    }
+                    o.runtime = text;
+                    return absl::OkStatus();
+                  })
+          .Text("--node", &o.node);
       break;
     case WarmBenchKind::kLoad:
       flags.Count("--connections", &o.connections, 1, 64)
@@ -187,6 +208,18 @@ absl::StatusOr<WarmOptions> ParseWarmFlags(WarmBenchKind kind, int argc, char** 
   if (flags.Given("--scripts") && !options.pool) {
     return absl::InvalidArgumentError(
         "--scripts is for --pool (zygo bench warm --pool --scripts N)");
+  }
+  if (options.runtime == "node") {
+    for (const char* flag : {"--pool", "--requests", "--rate", "--scripts"}) {
+      if (flags.Given(flag)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(flag,
+                         " is not for --runtime node, which runs the spaced schedule only "
+                         "(--slow-requests, --slow-interval-ms)"));
+      }
+    }
+  } else if (flags.Given("--node")) {
+    return absl::InvalidArgumentError("--node is for --runtime node");
   }
   if (options.quick) ApplyQuickDefaults(flags, &options);
   return options;

@@ -19,7 +19,10 @@ struct WarmOptions {
   bool strict = false;     // exit 1 when a bar FAILs (default: report, exit 0)
   std::string supervisor;  // empty: found next to zygo
   std::string python = "/usr/bin/python3";  // the peer's interpreter
-  std::string bwrap = "/usr/bin/bwrap";     // embed's one-shot peer
+  // warm --runtime node: a Node function against two Node peers, on the spaced schedule.
+  std::string runtime = "python";
+  std::string node = "/usr/bin/node";    // the Node peers' node
+  std::string bwrap = "/usr/bin/bwrap";  // embed's one-shot peer
   // zygo serve --zygote-tree: the function's zygote forked from a runtime zygote (density
   // measures both ways whatever this says).
   bool zygote_tree = true;

@@ -74,6 +74,26 @@ TEST(WarmFlags, DumpIsAWarmFlagAndNeedsAName) {
   EXPECT_FALSE(Parse(WarmBenchKind::kEmbed, {"--dump", "x.csv"}).ok());
 }
 
+TEST(WarmFlags, RuntimeNodeRunsTheSpacedScheduleOnly) {
+  absl::StatusOr<WarmOptions> o =
+      Parse(WarmBenchKind::kWarm, {"--runtime", "node", "--quick", "--node=/opt/node"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->runtime, "node");
+  EXPECT_EQ(o->node, "/opt/node");
+  EXPECT_EQ(o->slow_requests, 20);
+  EXPECT_EQ(Parse(WarmBenchKind::kWarm, {}).value().runtime, "python");
+  EXPECT_EQ(Parse(WarmBenchKind::kWarm, {}).value().node, "/usr/bin/node");
+  for (const char* flag : {"--pool", "--requests=9", "--rate=9"}) {
+    absl::StatusOr<WarmOptions> refused = Parse(WarmBenchKind::kWarm, {"--runtime=node", flag});
+    ASSERT_FALSE(refused.ok()) << flag;
+    EXPECT_NE(refused.status().message().find("not for --runtime node"), std::string::npos)
+        << refused.status();
+  }
+  EXPECT_FALSE(Parse(WarmBenchKind::kWarm, {"--runtime", "ruby"}).ok());
+  EXPECT_FALSE(Parse(WarmBenchKind::kWarm, {"--node", "/opt/node"}).ok()) << "without node";
+  EXPECT_FALSE(Parse(WarmBenchKind::kLoad, {"--runtime", "node"}).ok()) << "warm's flag only";
+}
+
 TEST(WarmFlags, BadValuesSayWhatIsExpected) {
   absl::StatusOr<WarmOptions> rate = Parse(WarmBenchKind::kWarm, {"--rate", "0"});
   ASSERT_FALSE(rate.ok());

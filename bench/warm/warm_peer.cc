@@ -1,4 +1,4 @@
-// Running bench/warm/prefork_peer.py and talking to it.
+// Running a peer server (bench/warm/prefork_peer.py, node_vm_peer.js) and talking to it.
 #include "bench/warm/warm_peer.h"
 
 #include <errno.h>
@@ -24,46 +24,52 @@ constexpr int kStopGraceMs = 5'000;
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<PreforkPeer>> PreforkPeer::Start(const std::string& python,
-                                                                const std::string& dir,
-                                                                const std::string& handler_file,
-                                                                const std::string& function) {
-  if (access(python.c_str(), X_OK) != 0) {
-    return base::ErrnoStatus(errno, absl::StrCat("the peer's interpreter: access(", python, ")"));
+PeerScript PreforkPeerScript(const std::string& python) {
+  return {"the prefork peer", python, "prefork_peer.py", kPreforkPeerSource};
+}
+
+absl::StatusOr<std::unique_ptr<PeerServer>> PeerServer::Start(const PeerScript& script,
+                                                              const std::string& dir,
+                                                              const std::string& handler_file,
+                                                              const std::string& function) {
+  if (access(script.interpreter.c_str(), X_OK) != 0) {
+    return base::ErrnoStatus(
+        errno, absl::StrCat(script.what, "'s interpreter: access(", script.interpreter, ")"));
   }
-  std::unique_ptr<PreforkPeer> peer(new PreforkPeer(dir));
-  const std::string script = dir + "/prefork_peer.py";
-  ZYGO_RETURN_IF_ERROR(base::sys::WriteFileAtomically(script, kPreforkPeerSource));
+  std::unique_ptr<PeerServer> peer(new PeerServer(script.what, dir));
+  const std::string path = absl::StrCat(dir, "/", script.file_name);
+  ZYGO_RETURN_IF_ERROR(base::sys::WriteFileAtomically(path, script.source));
   unlink(peer->socket_.c_str());
   const std::string log = dir + "/peer.log";
   ZYGO_ASSIGN_OR_RETURN(
-      peer->pid_, StartBackground({python, script, peer->socket_, handler_file, function}, log));
+      peer->pid_,
+      StartBackground({script.interpreter, path, peer->socket_, handler_file, function}, log));
   for (int waited_ms = 0; waited_ms < kReadyDeadlineMs; waited_ms += 5) {
     int status = 0;
     if (!StillRunning(peer->pid_, &status)) {
       peer->pid_ = -1;
       return absl::UnavailableError(
-          absl::StrCat("the prefork peer ", base::sys::DescribeWaitStatus(status),
+          absl::StrCat(script.what, " ", base::sys::DescribeWaitStatus(status),
                        " before it was ready; its log:\n", FileTail(log, 2000)));
     }
     if (sdk::ConnectUnixSocket(peer->socket_).ok()) return peer;
     usleep(5'000);
   }
-  return absl::DeadlineExceededError(absl::StrCat("the prefork peer was not ready after ",
+  return absl::DeadlineExceededError(absl::StrCat(script.what, " was not ready after ",
                                                   kReadyDeadlineMs, " ms; its log:\n",
                                                   FileTail(log, 2000)));
 }
 
-absl::Status PreforkPeer::Stop() {
+absl::Status PeerServer::Stop() {
   if (pid_ < 0) return absl::OkStatus();
   absl::StatusOr<int> status = StopBackground(pid_, kStopGraceMs);
   pid_ = -1;
   return status.status();  // killed by SIGTERM is how it stops; only a hang is an error
 }
 
-PreforkPeer::~PreforkPeer() {
+PeerServer::~PeerServer() {
   if (absl::Status stopped = Stop(); !stopped.ok()) {
-    fprintf(stderr, "zygo bench: stopping the prefork peer: %s\n",
+    fprintf(stderr, "zygo bench: stopping %s: %s\n", what_.c_str(),
             std::string(stopped.message()).c_str());
   }
 }
@@ -80,7 +86,7 @@ absl::StatusOr<std::string> PeerConnection::Call(absl::string_view line) {
   while (!rest.empty()) {
     ssize_t n = send(fd_.get(), rest.data(), rest.size(), MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return base::ErrnoStatus(errno, "send(prefork peer)");
+    if (n < 0) return base::ErrnoStatus(errno, "send(peer)");
     rest.remove_prefix(static_cast<size_t>(n));
   }
   size_t newline;
@@ -88,8 +94,8 @@ absl::StatusOr<std::string> PeerConnection::Call(absl::string_view line) {
     char chunk[64 * 1024];
     ssize_t n = recv(fd_.get(), chunk, sizeof(chunk), 0);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return base::ErrnoStatus(errno, "recv(prefork peer)");
-    if (n == 0) return absl::UnavailableError("the prefork peer closed the connection");
+    if (n < 0) return base::ErrnoStatus(errno, "recv(peer)");
+    if (n == 0) return absl::UnavailableError("the peer closed the connection");
     buffer_.append(chunk, static_cast<size_t>(n));
   }
   std::string reply = buffer_.substr(0, newline);

@@ -1,6 +1,6 @@
-// The warm benches' peer: bench/warm/prefork_peer.py (a plain Python server that forks per
-// request) run with the host's python3, and a line-protocol client for it. Parent side;
-// no privileges.
+// The warm benches' peers that are servers: a script (bench/warm/prefork_peer.py run with
+// the host's python3, or bench/warm/node_vm_peer.js run with node) serving a line protocol
+// on a unix socket, and a client for it. Parent side; no privileges.
 #ifndef ZYGO_BENCH_WARM_WARM_PEER_H_
 #define ZYGO_BENCH_WARM_WARM_PEER_H_
 
@@ -16,31 +16,44 @@
 
 namespace zygo::bench {
 
-class PreforkPeer {
+// What a peer server runs: `interpreter DIR/FILE_NAME SOCKET HANDLER_FILE FUNCTION`, with
+// FILE_NAME's text `source` (embedded in zygo) written there first.
+struct PeerScript {
+  std::string what;         // "the prefork peer", for messages
+  std::string interpreter;  // an absolute path
+  std::string file_name;    // "prefork_peer.py"
+  const char* source = "";
+};
+
+// bench/warm/prefork_peer.py run with `python`: a plain Python server that forks per request.
+PeerScript PreforkPeerScript(const std::string& python);
+
+class PeerServer {
  public:
-  // Writes the peer's source into `dir`, starts `python DIR/prefork_peer.py DIR/peer.sock
-  // HANDLER_FILE FUNCTION` (output in DIR/peer.log) and waits up to 15 s until it accepts
-  // connections. `dir` must be short enough for a socket path and outlive the peer.
-  static absl::StatusOr<std::unique_ptr<PreforkPeer>> Start(const std::string& python,
-                                                            const std::string& dir,
-                                                            const std::string& handler_file,
-                                                            const std::string& function);
-  ~PreforkPeer();  // Stop()s it
-  PreforkPeer(const PreforkPeer&) = delete;
-  PreforkPeer& operator=(const PreforkPeer&) = delete;
+  // Writes the script into `dir`, starts it with DIR/peer.sock, `handler_file` and
+  // `function` (output in DIR/peer.log) and waits up to 15 s until it accepts connections.
+  // `dir` must be short enough for a socket path and outlive the peer; one peer per `dir`.
+  static absl::StatusOr<std::unique_ptr<PeerServer>> Start(const PeerScript& script,
+                                                           const std::string& dir,
+                                                           const std::string& handler_file,
+                                                           const std::string& function);
+  ~PeerServer();  // Stop()s it
+  PeerServer(const PeerServer&) = delete;
+  PeerServer& operator=(const PeerServer&) = delete;
 
   absl::Status Stop();
   const std::string& socket_path() const { return socket_; }
   pid_t pid() const { return pid_; }
 
  private:
-  PreforkPeer(std::string dir) : dir_(std::move(dir)), socket_(dir_ + "/peer.sock") {}
-  std::string dir_;
+  PeerServer(std::string what, const std::string& dir)
+      : what_(std::move(what)), socket_(dir + "/peer.sock") {}
+  std::string what_;
   std::string socket_;
   pid_t pid_ = -1;
 };
 
-// One connection to the peer: a request is a line of JSON, its reply the next line.
+// One connection to a peer server: a request is a line of JSON, its reply the next line.
 class PeerConnection {
  public:
   static absl::StatusOr<PeerConnection> Connect(const std::string& socket_path);

@@ -1,20 +1,25 @@
 // Tables, bar lines and the slope fit of the warm-path benches.
 #include "bench/warm/warm_report.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
 namespace zygo::bench {
 
 std::string FormatLatencyTable(const std::vector<LatencyRow>& rows) {
+  int who_width = 6;  // "zygo", "peer", "pool"; wider for "spawn peer"
+  for (const LatencyRow& row : rows)
+    who_width = std::max(who_width, static_cast<int>(row.who.size()));
   std::string out =
-      absl::StrFormat("%-22s %-6s %8s %6s %9s %9s %9s %9s %8s\n", "schedule", "who", "requests",
-                      "late", "p50 ms", "p90 ms", "p99 ms", "max ms", "p99/p50");
+      absl::StrFormat("%-22s %-*s %8s %6s %9s %9s %9s %9s %8s\n", "schedule", who_width, "who",
+                      "requests", "late", "p50 ms", "p90 ms", "p99 ms", "max ms", "p99/p50");
   for (const LatencyRow& row : rows) {
     const std::string late = row.late < 0 ? "-" : absl::StrCat(row.late);
-    absl::StrAppendFormat(&out, "%-22s %-6s %8d %6s %9.3f %9.3f %9.3f %9.3f %7.2fx\n", row.schedule,
-                          row.who, row.ms.count, late, row.ms.p50, row.ms.p90, row.ms.p99,
-                          row.ms.max, row.ms.p50 > 0 ? row.ms.p99 / row.ms.p50 : 0);
+    absl::StrAppendFormat(&out, "%-22s %-*s %8d %6s %9.3f %9.3f %9.3f %9.3f %7.2fx\n", row.schedule,
+                          who_width, row.who, row.ms.count, late, row.ms.p50, row.ms.p90,
+                          row.ms.p99, row.ms.max, row.ms.p50 > 0 ? row.ms.p99 / row.ms.p50 : 0);
   }
   return out;
 }
@@ -49,7 +54,9 @@ std::string FormatPhaseTable(const std::vector<PhaseRow>& rows) {
 }
 
 std::string BarLine(const Bar& bar) {
-  return absl::StrFormat("bar: %s: %s (%.2fx)", bar.what, bar.pass() ? "PASS" : "FAIL", bar.value);
+  const std::string value = bar.unit == "x" ? absl::StrFormat("%.2fx", bar.value)
+                                            : absl::StrFormat("%.2f %s", bar.value, bar.unit);
+  return absl::StrFormat("bar: %s: %s (%s)", bar.what, bar.pass() ? "PASS" : "FAIL", value);
 }
 
 std::string BarLine(const MinBar& bar) {

@@ -36,10 +36,12 @@ struct Bar {
   std::string what;  // "warm p50 <= 0.6x peer p50 (250/s open loop)"
   double value = 0;  // the measured ratio
   double limit = 0;
+  std::string unit = "x";  // or a unit such as "ms"
   bool pass() const { return value <= limit; }
 };
 
-// "bar: warm p50 <= 0.6x peer p50 (250/s open loop): PASS (0.42x)".
+// "bar: warm p50 <= 0.6x peer p50 (250/s open loop): PASS (0.42x)"; with unit "ms",
+// "bar: zygo CPU per request <= 12 ms: PASS (9.80 ms)".
 std::string BarLine(const Bar& bar);
 
 // For bars whose value must be at least the limit (bwrap / zygo exec >= 40x).

@@ -32,6 +32,8 @@ TEST(Bars, PassAndFailAtTheLimit) {
             "bar: warm p50 <= 0.6x peer p50: PASS (0.42x)");
   EXPECT_EQ(BarLine(Bar{"x", 0.61, 0.6}), "bar: x: FAIL (0.61x)");
   EXPECT_TRUE((Bar{"x", 0.6, 0.6}).pass());
+  EXPECT_EQ(BarLine(Bar{"zygo CPU per request <= 12 ms", 9.8, 12, "ms"}),
+            "bar: zygo CPU per request <= 12 ms: PASS (9.80 ms)");
   EXPECT_EQ(BarLine(MinBar{"bwrap / zygo exec p50 >= 40x", 52.3, 40}),
             "bar: bwrap / zygo exec p50 >= 40x: PASS (52.3x)");
   EXPECT_FALSE((MinBar{"y", 39.9, 40}).pass());
@@ -106,6 +108,13 @@ TEST(Workload, SourcesImportSixteenModulesAndDiffer) {
       PoolResultMatches(nlohmann::json::parse(R"({"script":7,"constant":"constant-7"})"), 7));
   EXPECT_FALSE(
       PoolResultMatches(nlohmann::json::parse(R"({"script":7,"constant":"constant-7"})"), 8));
+  FunctionSpecOptions node{"fn", "handler.js:main"};
+  node.runtime = "node";
+  const std::string node_spec = FunctionSpecToml(node);
+  EXPECT_NE(node_spec.find("runtime = \"node\"\n"), std::string::npos) << node_spec;
+  EXPECT_NE(node_spec.find("entry = \"handler.js:main\"\n"), std::string::npos) << node_spec;
+  EXPECT_NE(FunctionSpecToml({"fn", "handler.py:main"}).find("runtime = \"python\"\n"),
+            std::string::npos);
   const std::string pool = FunctionSpecToml({"pool", "", true, true});
   EXPECT_NE(pool.find("pool = true"), std::string::npos);
   EXPECT_NE(pool.find("\"urllib.request\""), std::string::npos);

@@ -112,7 +112,9 @@ absl::Status RegisterFunction(sdk::ApiConnection& api, const std::string& dir,
     return base::ErrnoStatus(errno, absl::StrCat("mkdir(", dir, ")"));
   }
   if (!handler_source.empty()) {
-    ZYGO_RETURN_IF_ERROR(base::sys::WriteFileAtomically(dir + "/handler.py", handler_source));
+    const std::string file =
+        spec.entry.empty() ? "handler.py" : spec.entry.substr(0, spec.entry.find(':'));
+    ZYGO_RETURN_IF_ERROR(base::sys::WriteFileAtomically(dir + "/" + file, handler_source));
   }
   const std::string target = absl::StrCat("/v1/functions?origin=", sdk::EscapeQueryValue(spec.name),
                                           ".toml&base_dir=", sdk::EscapeQueryValue(dir));

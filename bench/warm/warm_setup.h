@@ -55,8 +55,9 @@ struct SupervisorSession {
 absl::StatusOr<SupervisorSession> StartSession(const std::string& supervisor_binary,
                                                std::vector<std::string> args = {});
 
-// Writes `handler_source` to `dir`/handler.py (making `dir`) when it is not empty, and
-// registers `spec` with `dir` as its code directory.
+// Writes `handler_source` to the file of `spec.entry` in `dir` (handler.py of
+// "handler.py:main"; making `dir`) when it is not empty, and registers `spec` with `dir`
+// as its code directory.
 absl::Status RegisterFunction(sdk::ApiConnection& api, const std::string& dir,
                               const std::string& handler_source, const FunctionSpecOptions& spec);
 

@@ -53,8 +53,8 @@ std::string PoolScriptSource(int index) {
 }
 
 std::string FunctionSpecToml(const FunctionSpecOptions& options) {
-  std::string toml =
-      absl::StrCat("name = \"", options.name, "\"\nimage = \"host\"\nruntime = \"python\"\n");
+  std::string toml = absl::StrCat("name = \"", options.name, "\"\nimage = \"host\"\nruntime = \"",
+                                  options.runtime, "\"\n");
   if (options.pool) {
     absl::StrAppend(&toml, "pool = true\n");
   } else {

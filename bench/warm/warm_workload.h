@@ -36,10 +36,11 @@ struct FunctionSpecOptions {
   bool pool = false;
   bool preload_sixteen = false;
   int spares = 2;
+  std::string runtime = "python";  // or "node" (entry "handler.js:main")
 };
 
-// The TOML for POST /v1/functions (code ".", resolved against the base_dir sent with it;
-// never cold; 256M; 10 s timeout).
+// The TOML for POST /v1/functions (`runtime` on the host image; code ".", resolved against
+// the base_dir sent with it; never cold; 256M; 10 s timeout).
 std::string FunctionSpecToml(const FunctionSpecOptions& options);
 
 // The event of request `index`: {"n": index, "name": "bench"}.
