@@ -39,12 +39,13 @@ rm -rf "$RUN/lane" "$RUN/tests" "$RUN/out" "$RUN/bin"
 mkdir -p "$RUN/lane/fn" "$RUN/tests"
 RUN=$(cd "$RUN" && pwd)
 cp "$HERE"/lib.sh "$HERE"/checks.sh "$HERE"/warm.sh "$HERE"/places.sh "$RUN/lane/"
-cp "$HERE"/fn/handler.py "$HERE"/fn/v2fn.toml "$RUN/lane/fn/"
+cp "$HERE"/fn/handler.py "$HERE"/fn/v2fn.toml "$HERE"/fn/handler.js "$HERE"/fn/v2node.toml \
+  "$RUN/lane/fn/"
 # The shipped unit file, which the service place installs as it is.
 [ -f "$REPO/supervisor/zygo.service" ] && cp "$REPO/supervisor/zygo.service" "$RUN/lane/"
 # Helpers run-guest.sh does not know of, in bazel-bin's layout beside the ones it copies
 # (zygo finds them as ../PACKAGE/NAME from cli/zygo).
-for h in core/zygo-scope; do
+for h in core/zygo-scope agents/node/zygo-agent-node; do
   if [ -f "$BIN/$h" ]; then
     install -D -m 755 "$BIN/$h" "$RUN/bin/$h"
   else

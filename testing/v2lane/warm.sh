@@ -3,10 +3,11 @@
 # pids per request; two requests at once each run in a cgroup of their own with those
 # limits, one request over its memory limit is killed and the next one is served.
 
-# zx NAME EVENT: `zygo exec --json v2fn` over the socket, from here (the client is never
-# wrapped: it only talks to the socket). $W/NAME.out holds the reply, ${RC[NAME]} its exit.
+# zx NAME EVENT: `zygo exec --json $FN` (default v2fn) over the socket, from here (the
+# client is never wrapped: it only talks to the socket). $W/NAME.out holds the reply,
+# ${RC[NAME]} its exit.
 zx() {
-  timeout -k 5 150 "$ZYGO" exec --socket "$SOCK" --json v2fn --data "$2" \
+  timeout -k 5 150 "$ZYGO" exec --socket "$SOCK" --json "${FN:-v2fn}" --data "$2" \
     > "$W/$1.out" 2> "$W/$1.err" < /dev/null
   RC[$1]=$?
   return "${RC[$1]}"  # for a caller that waits on it in the background
@@ -60,7 +61,8 @@ limited_cgroup() {
 }
 
 check_warm_own_cgroups() {
-  local m1="6.1$$$RANDOM" m2="6.2$$$RANDOM" p="" c1="" c2="" l1="" l2=""
+  local m1="6.1$$$RANDOM" m2="6.2$$$RANDOM" p="" c1="" c2="" l1="" l2="" c=${1:-warm-own-cgroup}
+  local want_memory=${2:-$FN_MEMORY} want_pids=${3:-$FN_PIDS}
   zx w-hold1 "{\"op\": \"hold\", \"sleep\": \"$m1\"}" &
   local x1=$!
   zx w-hold2 "{\"op\": \"hold\", \"sleep\": \"$m2\"}" &
@@ -91,24 +93,27 @@ check_warm_own_cgroups() {
     why="both requests share the limited cgroup ${l1%% *}"
   else
     for l in "$l1" "$l2"; do
-      [ "${l#* }" = "$FN_MEMORY $FN_PIDS" ] ||
-        why="$why ${l%% *} has memory.max, pids.max ${l#* } (want $FN_MEMORY $FN_PIDS)"
+      [ "${l#* }" = "$want_memory $want_pids" ] ||
+        why="$why ${l%% *} has memory.max, pids.max ${l#* } (want $want_memory $want_pids)"
     done
   fi
   info "$P: request cgroups $c1 and $c2 (limited: ${l1:-none}; ${l2:-none})"
   if [ -n "$why" ]; then
-    fail "$P.warm-own-cgroup" "$why"
+    fail "$P.$c" "$why"
   elif [[ $(rd "$W/w-hold1.out") != *'"ok":true'* || $(rd "$W/w-hold2.out") != *'"ok":true'* ]]; then
-    fail "$P.warm-own-cgroup" "the requests ran in their cgroups but failed: $(brief "$W/w-hold1.out")"
+    fail "$P.$c" "the requests ran in their cgroups but failed: $(brief "$W/w-hold1.out")"
   else
-    pass "$P.warm-own-cgroup" "${l1%% *}, ${l2%% *}"
+    pass "$P.$c" "${l1%% *}, ${l2%% *}"
   fi
 }
 
 # Checks that need a serving supervisor, failed with one reason when there is none.
 not_run() {
   local c
-  for c in warm-own-cgroup warm-oom warm-next; do fail "$P.$c" "not run: $1"; done
+  for c in warm-own-cgroup warm-oom warm-next warm-node-up warm-node-own-cgroup warm-node-oom \
+           warm-node-next; do
+    fail "$P.$c" "not run: $1"
+  done
 }
 
 check_warm() {
@@ -161,5 +166,34 @@ check_warm() {
       fail "$P.warm-next" "exec exited ${RC[w-next]}: $(brief "$W/w-next.err") $(brief "$W/w-next.out")"
     fi
   fi
+  check_warm_node
   [ "$own" = 1 ] && stop_supervisor
+}
+
+# A Node function (fn/handler.js): each request's worker, a fresh node started ahead of it,
+# runs in a cgroup of its own with the function's limits; one over its memory is killed
+# and the next is served.
+check_warm_node() {
+  cp "$HERE/fn/handler.js" "$HERE/fn/v2node.toml" "$W/fn/"
+  if ! timeout 120 "$ZYGO" up --socket "$SOCK" "$W/fn/v2node.toml" > "$W/up-node.out" 2> "$W/up-node.err"; then
+    fail "$P.warm-node-up" "zygo up failed: $(brief "$W/up-node.err") $(brief "$W/up-node.out")"
+    for c in warm-node-own-cgroup warm-node-oom warm-node-next; do
+      fail "$P.$c" "not run: zygo up failed"
+    done
+    return
+  fi
+  pass "$P.warm-node-up"
+  FN=v2node check_warm_own_cgroups warm-node-own-cgroup 67108864 32
+  FN=v2node zx wn-oom '{"op": "oom"}'
+  if [ "${RC[wn-oom]}" = 137 ] && [[ $(rd "$W/wn-oom.out") == *'"oom_killed":true'* ]]; then
+    pass "$P.warm-node-oom" "137, oom_killed"
+  else
+    fail "$P.warm-node-oom" "exec exited ${RC[wn-oom]}: $(brief "$W/wn-oom.err") $(brief "$W/wn-oom.out")"
+  fi
+  FN=v2node zx wn-next '{"op": "cg"}'
+  if [ "${RC[wn-next]}" = 0 ] && [[ $(rd "$W/wn-next.out") == *'"ok":true'* ]]; then
+    pass "$P.warm-node-next"
+  else
+    fail "$P.warm-node-next" "exec exited ${RC[wn-next]}: $(brief "$W/wn-next.err") $(brief "$W/wn-next.out")"
+  fi
 }
