@@ -192,8 +192,9 @@ absl::StatusOr<int> MeasureNodeAgainstPeers(const WarmOptions& options,
       "method: function 'node' (runtime node, handler.js requiring sixteen builtins, spares 2; "
       "every request in a fresh worker) warm %.0f ms after registering; one keep-alive HTTP/1.1 "
       "connection. Peers, unsandboxed, with %s (%s): spawn peer, `node "
-      "bench/warm/node_spawn_runner.js handler.js main EVENT` per request, timed from spawn to "
-      "reap; vm peer, bench/warm/node_vm_peer.js, one node running each request's handler.js in "
+      "bench/warm/node_spawn_runner.js handler.js main EVENT` per request (without the caller's "
+      "NODE_* variables), timed from spawn to reap; vm peer, bench/warm/node_vm_peer.js, one node "
+      "running each request's handler.js in "
       "a new context (vm.runInNewContext, n8n's shape), a line of JSON per request on a unix "
       "socket. %d untimed requests on each side first; sides take turns (A B C C B A halves); "
       "nearest-rank percentiles\n",

@@ -6,12 +6,15 @@
 #include <unistd.h>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "bench/warm/node_peer_sources.h"
 #include "core/base/errno_status.h"
 #include "core/base/status_macros.h"
 #include "core/base/sys/atomic_write.h"
 #include "core/base/sys/wait_status.h"
+
+extern char** environ;
 
 namespace zygo::bench {
 namespace {
@@ -39,6 +42,14 @@ absl::StatusOr<NodeSpawnPeer> NodeSpawnPeer::Create(const std::string& node, con
   ZYGO_RETURN_IF_ERROR(base::sys::WriteFileAtomically(runner, kNodeSpawnRunnerSource));
   Command command{{node, runner, handler_file, function}};
   command.workdir = dir;
+  // The caller's environment less NODE_* (NODE_OPTIONS, NODE_EXTRA_CA_CERTS, ...): what
+  // they add to a start is the caller's setting, not the peer's cost, and a function's
+  // worker starts without them. NODE_EXTRA_CA_CERTS alone (every CA certificate parsed at
+  // start) added ~60 ms of CPU to each start on the 2-vCPU host of docs/bench-warm.md.
+  command.inherit_env = false;
+  for (char** var = environ; *var != nullptr; ++var) {
+    if (!absl::StartsWith(*var, "NODE_")) command.env.push_back(*var);
+  }
   return NodeSpawnPeer(std::move(command));
 }
 

@@ -22,7 +22,8 @@ std::string NodeVersion(const std::string& node);
 class NodeSpawnPeer {
  public:
   // Writes node_spawn_runner.js into `dir`; each Call then runs
-  // `node DIR/node_spawn_runner.js HANDLER_FILE FUNCTION EVENT_JSON` in `dir`.
+  // `node DIR/node_spawn_runner.js HANDLER_FILE FUNCTION EVENT_JSON` in `dir`, with this
+  // process's environment less its NODE_* variables.
   static absl::StatusOr<NodeSpawnPeer> Create(const std::string& node, const std::string& dir,
                                               const std::string& handler_file,
                                               const std::string& function);

@@ -66,6 +66,17 @@ TEST_F(NodePeers, TheSpawnPeerRunsTheHandlerAndCountsItsCpu) {
   EXPECT_LT(peer->cpu_seconds(), 10);
 }
 
+TEST_F(NodePeers, TheSpawnPeerLeavesTheCallersNodeVariablesOut) {
+  // Inherited, this would make every node fail before the runner starts.
+  ASSERT_EQ(setenv("NODE_OPTIONS", "--require /nonexistent/preload.js", 1), 0);
+  absl::StatusOr<NodeSpawnPeer> peer = NodeSpawnPeer::Create(kNode, dir_, handler_, "main");
+  unsetenv("NODE_OPTIONS");
+  ASSERT_TRUE(peer.ok()) << peer.status();
+  absl::StatusOr<std::string> reply = peer->Call(EventJson(0));
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_TRUE(CheckPeerReplies({*reply}, &HandlerResultMatches).ok()) << *reply;
+}
+
 TEST_F(NodePeers, TheSpawnPeerStartsCleanAndReportsAFailure) {
   absl::StatusOr<NodeSpawnPeer> peer =
       NodeSpawnPeer::Create(kNode, dir_, dir_ + "/counter.js", "main");
