@@ -134,6 +134,15 @@ the spec's `pull` says; the pull's progress on stderr), its zygote started. Exit
 with the reason when it cannot warm. Relative paths in the spec are resolved against the
 directory SPEC.toml is in.
 
+What runs (the spec's runtime and entry; docs/function-spec.md has every field):
+  python   entry = "FILE.py:FUNCTION", called in a fork of a warm interpreter
+  node     entry = "FILE.js:FUNCTION" (or .mjs, .cjs; CommonJS or an ES module, async
+           awaited), each request in a fresh node worker started ahead of demand in its
+           own cgroup; node is the first on the image's PATH, and an image without one
+           is refused here
+  exec     entry = a command, with the request's body on its stdin
+  pool = true (python, node) takes no entry: scripts come from `zygo scripts put`
+
 Flags:
   --no-wait        return once it is registered; it warms in the background
 )";
@@ -295,7 +304,8 @@ The event is null, or the JSON given with --data, or, with `-`, whatever stdin h
 exec function (runtime "exec") gets those bytes as its stdin (none by default).
 
 Output: what the request wrote to stdout and stderr, copied to zygo's own, then the
-handler's return value as one line of JSON on stdout (nothing when it returned None).
+handler's return value as one line of JSON on stdout (nothing when it returned None or,
+in JavaScript, undefined or null).
 
 Exit code: 0 when it succeeded; 1 when the handler raised (the traceback and
 "error: Type: message" go to stderr); an exec function's own exit code; 137 when it was

@@ -22,6 +22,7 @@
 #include "runtime/sandbox_recipe.h"
 #include "supervisor/code_policy.h"
 #include "supervisor/function_tree.h"
+#include "supervisor/image_program.h"
 #include "supervisor/log.h"
 
 namespace zygo::supervisor {
@@ -86,6 +87,59 @@ absl::Status UseFunctionImage(const FunctionSpec& function,
   return absl::OkStatus();
 }
 
+// The agent binary each runtime's zygote runs, as the host found it.
+const std::string& AgentOf(Runtime runtime, const FunctionHost& host) {
+  switch (runtime) {
+    case Runtime::kPython:
+      return host.python_agent;
+    case Runtime::kNode:
+      return host.node_agent;
+    case Runtime::kExec:
+      break;
+  }
+  return host.exec_agent;
+}
+
+// A node function's node, where the sandbox would find it: the first `node` on its PATH,
+// in the image's root (the host image: the host's /usr as the sandbox shows it). None is
+// the one-line refusal `zygo up` prints; nothing is started.
+absl::StatusOr<std::string> FindNode(const FunctionSpec& function, const core::Spec& sandbox) {
+  absl::StatusOr<std::string> node =
+      FindProgramInRoot(ViewOf(sandbox.root), SandboxPath(sandbox), "node");
+  if (node.ok()) return node;
+  const std::string why = absl::StrCat(function.origin, ": runtime \"node\": the image ",
+                                       sandbox.ImageLabel(), " has ", node.status().message());
+  if (absl::IsNotFound(node.status())) return absl::FailedPreconditionError(why);
+  return absl::Status(node.status().code(), why);
+}
+
+// The agent's command line: python and node take the handler (or --pool) from /code; an
+// exec function's command goes after "--".
+absl::StatusOr<std::vector<std::string>> AgentArgv(const FunctionSpec& spec,
+                                                   const core::Spec& sandbox,
+                                                   const std::vector<std::string>& command) {
+  std::vector<std::string> argv = {kAgentPath, "--fd", "3"};
+  if (spec.runtime == Runtime::kExec) {
+    argv.push_back("--");
+    argv.insert(argv.end(), command.begin(), command.end());
+    return argv;
+  }
+  argv.insert(argv.end(), {"--code-dir", "/code"});
+  if (spec.pool) {
+    argv.push_back("--pool");
+  } else {
+    argv.insert(argv.end(), {"--entry", spec.entry});
+  }
+  if (!spec.preload.empty())
+    argv.insert(argv.end(), {"--preload", absl::StrJoin(spec.preload, ",")});
+  if (spec.runtime == Runtime::kNode) {
+    // Found once here, so the agent does not search again (and cannot find another).
+    ZYGO_ASSIGN_OR_RETURN(std::string node, FindNode(spec, sandbox));
+    argv.insert(argv.end(), {"--node", node});
+  }
+  return argv;
+}
+
 }  // namespace
 
 Function::Function(FunctionSpec spec, const FunctionHost* host)
@@ -124,28 +178,14 @@ absl::StatusOr<ZygoteConfig> Function::BuildZygoteConfig() {
   ZYGO_RETURN_IF_ERROR(
       UseFunctionImage(spec_, on_progress, network, host_->insecure_registries, &sandbox));
   const bool python = spec_.runtime == Runtime::kPython;
-  const std::string& agent = python ? host_->python_agent : host_->exec_agent;
+  const std::string& agent = AgentOf(spec_.runtime, *host_);
   if (agent.empty()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "the ", RuntimeName(spec_.runtime), " agent binary was not found next to the supervisor"));
   }
+  // exec: the command, after the image's Entrypoint.
+  ZYGO_ASSIGN_OR_RETURN(sandbox.argv, AgentArgv(spec_, sandbox, sandbox.argv));
   sandbox.volumes.push_back({agent, kAgentPath, /*read_only=*/true});
-  const std::vector<std::string> command = std::move(sandbox.argv);  // exec: with Entrypoint
-  sandbox.argv = {kAgentPath, "--fd", "3"};
-  if (python) {
-    sandbox.argv.insert(sandbox.argv.end(), {"--code-dir", "/code"});
-    if (spec_.pool) {
-      sandbox.argv.push_back("--pool");
-    } else {
-      sandbox.argv.insert(sandbox.argv.end(), {"--entry", spec_.entry});
-    }
-    if (!spec_.preload.empty()) {
-      sandbox.argv.insert(sandbox.argv.end(), {"--preload", absl::StrJoin(spec_.preload, ",")});
-    }
-  } else {
-    sandbox.argv.push_back("--");
-    sandbox.argv.insert(sandbox.argv.end(), command.begin(), command.end());
-  }
   sandbox.timeout_ms = spec_.timeout_ms;  // unused: the zygote has no deadline of its own
   if (host_->allow_unlimited) core::LooseningGrant::AllowUnlimited(sandbox.loosening);
   // The function's cgroup holds the zygote, its spares and every request in flight; each

@@ -29,6 +29,7 @@ struct FunctionHost {
   core::CgroupDriver* cgroups = nullptr;  // null: none usable
   std::string python_agent;               // host path of zygo-agent-python
   std::string exec_agent;                 // host path of zygo-agent-exec
+  std::string node_agent;                 // host path of zygo-agent-node
   std::string network_helper;             // host path of zygo-net (egress/full functions)
   std::string pasta_path;                 // empty: /usr/bin/pasta
   std::string dns_upstream;               // empty: the host's resolv.conf

@@ -10,6 +10,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <initializer_list>
 #include <map>
 #include <string_view>
 #include <vector>
@@ -54,6 +55,14 @@ bool IsIdentifier(absl::string_view text) {
   if (text.empty() || absl::ascii_isdigit(text[0])) return false;
   return std::all_of(text.begin(), text.end(),
                      [](char c) { return absl::ascii_isalnum(c) || c == '_'; });
+}
+
+// A JavaScript identifier, ASCII only: a letter, '_' or '$', then those or digits.
+bool IsJsIdentifier(absl::string_view text) {
+  auto start = [](char c) { return absl::ascii_isalpha(c) || c == '_' || c == '$'; };
+  if (text.empty() || !start(text[0])) return false;
+  return std::all_of(text.begin(), text.end(),
+                     [&](char c) { return start(c) || absl::ascii_isdigit(c); });
 }
 
 bool IsModuleName(absl::string_view text) {
@@ -120,8 +129,9 @@ class SpecParser : private TomlFields {
       ZYGO_RETURN_IF_ERROR(GetString(*runtime, "runtime", &name));
       std::optional<Runtime> parsed = ParseRuntime(name);
       if (!parsed.has_value()) {
-        return Error(*runtime, "runtime",
-                     absl::StrCat(Quote(name), " is not a runtime (use \"python\" or \"exec\")"));
+        return Error(
+            *runtime, "runtime",
+            absl::StrCat(Quote(name), " is not a runtime (use \"python\", \"node\" or \"exec\")"));
       }
       spec_.runtime = *parsed;
     }
@@ -170,6 +180,10 @@ class SpecParser : private TomlFields {
     if (requirements == nullptr) {
       if (find_links == nullptr) return absl::OkStatus();
       return Error(*find_links, "find_links", "goes with requirements");
+    }
+    if (spec_.runtime == Runtime::kNode) {
+      return Error(*requirements, "requirements",
+                   "python only (a pip venv); a node function brings its node_modules in code");
     }
     if (!spec_.image.oci()) {
       return Error(*requirements, "requirements",
@@ -232,10 +246,15 @@ class SpecParser : private TomlFields {
       spec_.pool = pool->as_boolean()->get();
     }
     if (spec_.runtime == Runtime::kExec) {
-      if (spec_.pool) return Error(*pool, "pool", "only the python runtime has pools");
+      if (spec_.pool) return Error(*pool, "pool", "only the python and node runtimes have pools");
       if (preload != nullptr) return Error(*preload, "preload", "only the python runtime preloads");
       if (entry == nullptr) return Error(0, "entry", "missing; an exec function needs a command");
       return ParseExecEntry(*entry);
+    }
+    if (spec_.runtime == Runtime::kNode && preload != nullptr) {
+      return Error(*preload, "preload",
+                   "python only; a node handler's own require/import lines load with each "
+                   "worker before its request arrives");
     }
     if (preload != nullptr) {
       ZYGO_RETURN_IF_ERROR(GetStringList(*preload, "preload", &spec_.preload));
@@ -250,22 +269,34 @@ class SpecParser : private TomlFields {
       return Error(*entry, "entry",
                    "a runtime pool (pool = true) takes no entry: scripts arrive with requests");
     }
+    const bool node = spec_.runtime == Runtime::kNode;
     if (entry == nullptr) {
-      return Error(0, "entry", "missing; use entry = \"FILE.py:FUNCTION\" (or pool = true)");
+      return Error(0, "entry",
+                   absl::StrCat("missing; use entry = \"", node ? "FILE.js" : "FILE.py",
+                                ":FUNCTION\" (or pool = true)"));
     }
-    return ParsePythonEntry(*entry);
+    return node ? ParseHandlerEntry(*entry, {".js", ".mjs", ".cjs"}, IsJsIdentifier,
+                                    "FILE.js:FUNCTION (FILE ending in .js, .mjs or .cjs; e.g. "
+                                    "\"handler.js:main\")")
+                : ParseHandlerEntry(*entry, {".py"}, IsIdentifier,
+                                    "FILE.py:FUNCTION (e.g. \"handler.py:main\")");
   }
 
-  absl::Status ParsePythonEntry(const toml::node& node) {
+  // python and node: FILE:FUNCTION, FILE a file of code ending in one of `extensions`,
+  // FUNCTION a name `is_name` accepts; `form` says what was expected.
+  absl::Status ParseHandlerEntry(const toml::node& node,
+                                 std::initializer_list<absl::string_view> extensions,
+                                 bool (*is_name)(absl::string_view), absl::string_view form) {
     ZYGO_RETURN_IF_ERROR(GetString(node, "entry", &spec_.entry));
     const std::string& entry = spec_.entry;
     size_t colon = entry.rfind(':');
     std::string file = colon == std::string::npos ? entry : entry.substr(0, colon);
     std::string function = colon == std::string::npos ? "" : entry.substr(colon + 1);
-    if (!absl::EndsWith(file, ".py") || file.size() == 3 || !IsIdentifier(function)) {
-      return Error(
-          node, "entry",
-          absl::StrCat(Quote(entry), " is not FILE.py:FUNCTION (e.g. \"handler.py:main\")"));
+    const bool named_file = std::any_of(extensions.begin(), extensions.end(), [&](auto ext) {
+      return absl::EndsWith(file, ext) && file.size() > ext.size();
+    });
+    if (!named_file || !is_name(function)) {
+      return Error(node, "entry", absl::StrCat(Quote(entry), " is not ", form));
     }
     bool escapes = absl::StartsWith(file, "/");
     for (absl::string_view part : absl::StrSplit(file, '/')) escapes |= part == "..";

@@ -28,11 +28,11 @@ struct FunctionSpec {
   runtime::ImageSource image = runtime::ImageSource::Host();
   runtime::PullPolicy pull = runtime::PullPolicy::kMissing;  // an OCI image, at warm-up
   Runtime runtime = Runtime::kPython;
-  // python: "FILE.py:FUNCTION" as written ("" for a pool); exec: the command as written,
-  // an array joined with single spaces.
+  // python: "FILE.py:FUNCTION", node: "FILE.js:FUNCTION" (or .mjs, .cjs), as written (""
+  // for a pool); exec: the command as written, an array joined with single spaces.
   std::string entry;
-  std::string handler_file;          // python: FILE.py, relative to `code`
-  std::string handler_function;      // python: FUNCTION
+  std::string handler_file;          // python, node: FILE, relative to `code`
+  std::string handler_function;      // python, node: FUNCTION
   std::vector<std::string> command;  // exec: argv
   std::string code;                  // absolute, symlinks resolved; mounted read-only at /code
   // An OCI image's Debian packages in a system layer (images/system_layer.h), as `zygo
@@ -43,7 +43,7 @@ struct FunctionSpec {
   std::string requirements;
   std::string find_links;
   bool pool = false;
-  std::vector<std::string> preload;     // python: modules the zygote imports before forking
+  std::vector<std::string> preload;     // python only: modules imported before forking
   int64_t cold_after_ms = 10 * 60'000;  // 0 = never dropped
   int spares = 2;
 
@@ -83,7 +83,7 @@ FunctionInfo ToFunctionInfo(const FunctionSpec& spec);
 // (a zygote lives longer than one request). An OCI `image` is left for the caller to put
 // in through runtime::UseImage (root stays host); allow_host_net stays false (a
 // spec never has net = "host": ParseFunctionSpec refuses it). argv is the exec command,
-// empty for python (the caller starts its agent).
+// empty for python and node (the caller starts their agent).
 core::Spec ToSandboxSpec(const FunctionSpec& spec);
 
 }  // namespace zygo::supervisor

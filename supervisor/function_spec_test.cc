@@ -180,6 +180,83 @@ TEST_F(FunctionSpecTest, ExecCommandAsStringOrArray) {
   EXPECT_THAT(spec->command, ElementsAre("/bin/sh", "-c", "echo a  b"));
 }
 
+// A node function: FILE.js, .mjs or .cjs and a JavaScript name; a node pool.
+TEST_F(FunctionSpecTest, NodeFunctionsAndPools) {
+  WriteFile("handler.js", "exports.main = (event) => event;\n");
+  WriteFile("src/pkg/app.mjs", "export async function $run(event) { return 1; }\n");
+  WriteFile("src/pkg/old.cjs", "module.exports.run_it = () => 2;\n");
+  absl::StatusOr<FunctionSpec> spec =
+      Parse("name = \"js\"\nruntime = \"node\"\nentry = \"handler.js:main\"\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->runtime, Runtime::kNode);
+  EXPECT_EQ(spec->entry, "handler.js:main");
+  EXPECT_EQ(spec->handler_file, "handler.js");
+  EXPECT_EQ(spec->handler_function, "main");
+  EXPECT_FALSE(spec->pool);
+  EXPECT_EQ(ToFunctionInfo(*spec).runtime, Runtime::kNode);
+  EXPECT_STREQ(RuntimeName(Runtime::kNode), "node");
+  EXPECT_EQ(ParseRuntime("node"), Runtime::kNode);
+
+  spec = Parse("name = \"js\"\nruntime = \"node\"\nentry = \"src/pkg/app.mjs:$run\"\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->handler_file, "src/pkg/app.mjs");
+  EXPECT_EQ(spec->handler_function, "$run");
+  spec = Parse("name = \"js\"\nruntime = \"node\"\nentry = \"src/pkg/old.cjs:run_it\"\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->handler_file, "src/pkg/old.cjs");
+
+  spec = Parse("name = \"jspool\"\nruntime = \"node\"\npool = true\nspares = 3\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(spec->pool);
+  EXPECT_EQ(spec->entry, "");
+  EXPECT_EQ(ToFunctionInfo(*spec).entry, "");
+
+  // system packages go with an OCI image for node too (Debian's nodejs, say).
+  spec = Parse(
+      "name = \"js\"\nruntime = \"node\"\nentry = \"handler.js:main\"\n"
+      "image = \"debian:12\"\nsystem = [\"nodejs\"]\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->system, std::vector<std::string>{"nodejs"});
+}
+
+TEST_F(FunctionSpecTest, NodeErrorsNameFileLineAndField) {
+  WriteFile("handler.js", "exports.main = (event) => event;\n");
+  WriteFile("requirements.txt", "tinypkg==1.0\n");
+  const std::string head = "name = \"js\"\nruntime = \"node\"\n";  // lines 1-2
+  const std::string entry = "entry = \"handler.js:main\"\n";
+  const std::string form =
+      " is not FILE.js:FUNCTION (FILE ending in .js, .mjs or .cjs; e.g. \"handler.js:main\")";
+  const std::pair<std::string, std::string> refused[] = {
+      {head, "hello.toml: entry: missing; use entry = \"FILE.js:FUNCTION\" (or pool = true)"},
+      {head + "entry = \"handler.py:main\"\n", "hello.toml:3: entry: \"handler.py:main\"" + form},
+      {head + "entry = \"handler.js\"\n", "hello.toml:3: entry: \"handler.js\"" + form},
+      {head + "entry = \".js:main\"\n", "hello.toml:3: entry: \".js:main\"" + form},
+      {head + "entry = \"handler.js:2main\"\n", "hello.toml:3: entry: \"handler.js:2main\"" + form},
+      {head + "entry = \"handler.js:a-b\"\n", "hello.toml:3: entry: \"handler.js:a-b\"" + form},
+      {head + "entry = \"../handler.js:main\"\n",
+       "hello.toml:3: entry: \"../handler.js\" must be a relative path inside code (" + dir_ +
+           ") without '..'"},
+      {head + "entry = \"/etc/handler.js:main\"\n",
+       "hello.toml:3: entry: \"/etc/handler.js\" must be a relative path inside code (" + dir_ +
+           ") without '..'"},
+      {head + "entry = \"other.mjs:main\"\n",
+       "hello.toml:3: entry: \"other.mjs\" is not a file in " + dir_},
+      {head + "pool = true\n" + entry,
+       "hello.toml:4: entry: a runtime pool (pool = true) takes no entry: scripts arrive with "
+       "requests"},
+      {head + entry + "preload = [\"fs\"]\n",
+       "hello.toml:4: preload: python only; a node handler's own require/import lines load with "
+       "each worker before its request arrives"},
+      {head + "pool = true\npreload = []\n",
+       "hello.toml:4: preload: python only; a node handler's own require/import lines load with "
+       "each worker before its request arrives"},
+      {head + entry + "image = \"node:20\"\nrequirements = \"requirements.txt\"\n",
+       "hello.toml:5: requirements: python only (a pip venv); a node function brings its "
+       "node_modules in code"},
+  };
+  for (const auto& [text, message] : refused) EXPECT_EQ(ErrorOf(text), message) << text;
+}
+
 // Each bad spec with the exact message: file, line, field, what is wrong.
 TEST_F(FunctionSpecTest, ErrorsNameFileLineAndField) {
   const std::string kEntry = "entry = \"handler.py:main\"\n";
@@ -230,7 +307,8 @@ TEST_F(FunctionSpecTest, ErrorsNameFileLineAndField) {
        "hello.toml:3: image: \"dir:/nonexistent-zygo-dir\": /nonexistent-zygo-dir is not a "
        "directory"},
       {kHead + "runtime = \"pyhton\"\n",
-       "hello.toml:3: runtime: \"pyhton\" is not a runtime (use \"python\" or \"exec\")"},
+       "hello.toml:3: runtime: \"pyhton\" is not a runtime (use \"python\", \"node\" or "
+       "\"exec\")"},
       {"name = \"hello\"\n",
        "hello.toml: entry: missing; use entry = \"FILE.py:FUNCTION\" (or "
        "pool = true)"},
@@ -265,7 +343,7 @@ TEST_F(FunctionSpecTest, ErrorsNameFileLineAndField) {
       {"name = \"hello\"\nruntime = \"exec\"\nentry = 3\n",
        "hello.toml:3: entry: expected a command string or an array of strings, found an integer"},
       {"name = \"hello\"\nruntime = \"exec\"\nentry = \"x\"\npool = true\n",
-       "hello.toml:4: pool: only the python runtime has pools"},
+       "hello.toml:4: pool: only the python and node runtimes have pools"},
       {"name = \"hello\"\nruntime = \"exec\"\nentry = \"x\"\npreload = []\n",
        "hello.toml:4: preload: only the python runtime preloads"},
       {kHead + "code = \"nope\"\n",

@@ -287,10 +287,12 @@ uint64_t RaiseOpenFileLimit() {
   return static_cast<uint64_t>(limit.rlim_cur);
 }
 
-std::string FindAgent(const char* name) {
-  absl::StatusOr<std::string> found = base::FindHelperBinary(
-      name, absl::StrCat("agents/", absl::StrContains(name, "python") ? "python" : "exec"),
-      "a warm-function agent");
+// zygo-agent-RUNTIME, beside the supervisor or in agents/RUNTIME; "" when missing (a
+// function on that runtime then fails to warm, saying so).
+std::string FindAgent(absl::string_view runtime) {
+  absl::StatusOr<std::string> found =
+      base::FindHelperBinary(absl::StrCat("zygo-agent-", runtime), absl::StrCat("agents/", runtime),
+                             "a warm-function agent");
   return found.ok() ? *found : "";
 }
 
@@ -322,8 +324,9 @@ int Serve(const ServeFlags& flags) {
   options.host.allow_unlimited = flags.allow_unlimited;
   options.zygote_tree = flags.zygote_tree;
   options.host.insecure_registries = flags.insecure_registries;
-  options.host.python_agent = FindAgent("zygo-agent-python");
-  options.host.exec_agent = FindAgent("zygo-agent-exec");
+  options.host.python_agent = FindAgent("python");
+  options.host.exec_agent = FindAgent("exec");
+  options.host.node_agent = FindAgent("node");
   absl::StatusOr<std::string> network_helper =
       base::FindHelperBinary("zygo-net", "net", "the network helper for egress/full functions");
   if (network_helper.ok()) options.host.network_helper = *network_helper;

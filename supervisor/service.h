@@ -18,9 +18,10 @@
 
 namespace zygo::supervisor {
 
-// What a function's requests run in: a Python handler in a warm interpreter, or a command.
-enum class Runtime { kPython, kExec };
-const char* RuntimeName(Runtime runtime);  // "python", "exec"
+// What a function's requests run in: a Python handler in a warm interpreter, a JavaScript
+// handler in a Node worker started ahead of demand, or a command.
+enum class Runtime { kPython, kExec, kNode };
+const char* RuntimeName(Runtime runtime);  // "python", "exec", "node"
 std::optional<Runtime> ParseRuntime(absl::string_view name);
 
 enum class FunctionState {
@@ -35,7 +36,7 @@ struct FunctionInfo {
   std::string name;
   std::string image;
   Runtime runtime = Runtime::kPython;
-  std::string entry;  // "file.py:function", the command, or "" for a runtime pool
+  std::string entry;  // "file.py:function", "file.js:function", the command, or "" for a pool
   bool pool = false;  // a runtime pool: scripts arrive with requests
   FunctionState state = FunctionState::kCold;
   int64_t requests = 0;
@@ -98,7 +99,7 @@ struct RequestOutcome {
 struct ExecReply {
   absl::Status status;
   bool ok = false;          // the handler returned (or the command exited 0)
-  std::string result_json;  // python: the handler's return value as JSON text
+  std::string result_json;  // python, node: the handler's return value as JSON text
   // When the handler raised or the process did not finish: error.type is the exception's
   // class name, or "timeout", "oom", "crashed" (killed by a signal), "seccomp" (killed for
   // a call from a foreign ABI), "nonzero_exit".

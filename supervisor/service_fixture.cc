@@ -76,6 +76,7 @@ void ServiceFixture::StartService() {
   options.host.cgroups = cgroups_.get();
   options.host.exec_agent = testing::Runfile("agents/exec/zygo-agent-exec");
   options.host.python_agent = testing::Runfile("agents/python/zygo-agent-python");
+  options.host.node_agent = testing::Runfile("agents/node/zygo-agent-node");
   options.workers = workers_;
   options.zygote_tree = zygote_tree_;
   std::vector<std::string> warnings;

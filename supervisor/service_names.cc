@@ -9,6 +9,8 @@ const char* RuntimeName(Runtime runtime) {
       return "python";
     case Runtime::kExec:
       return "exec";
+    case Runtime::kNode:
+      return "node";
   }
   return "python";
 }
@@ -16,6 +18,7 @@ const char* RuntimeName(Runtime runtime) {
 std::optional<Runtime> ParseRuntime(absl::string_view name) {
   if (name == "python") return Runtime::kPython;
   if (name == "exec") return Runtime::kExec;
+  if (name == "node") return Runtime::kNode;
   return std::nullopt;
 }
 

@@ -247,16 +247,17 @@ void SupervisorService::RunJob(Job& job) {
         absl::StrCat(request.function, " is not a runtime pool: it takes no script"))));
     return;
   }
-  if (spec.runtime == Runtime::kPython && !request.event_json.empty() &&
-      !nlohmann::json::accept(request.event_json)) {
+  // A handler (python, node) gets the event, which must be JSON; an exec function gets the
+  // body on stdin.
+  const bool handler = spec.runtime != Runtime::kExec;
+  if (handler && !request.event_json.empty() && !nlohmann::json::accept(request.event_json)) {
     job.done(ErrorReply(absl::InvalidArgumentError("the event is not valid JSON")));
     return;
   }
   // Moved, not copied: an event can be kMaxEventBytes, and `request` is not read again.
   ExecRequest adjusted = std::move(job.request);
-  // A python handler gets the event; an exec function gets the body on stdin.
-  if (spec.runtime == Runtime::kPython) adjusted.stdin_data.clear();
-  if (spec.runtime == Runtime::kExec) adjusted.event_json.clear();
+  if (handler) adjusted.stdin_data.clear();
+  if (!handler) adjusted.event_json.clear();
   const auto queued_us = std::chrono::duration_cast<std::chrono::microseconds>(
                              std::chrono::steady_clock::now() - job.queued_at)
                              .count();
