@@ -204,6 +204,8 @@ absl::StatusOr<ZygoteConfig> Function::BuildZygoteConfig() {
   config.cgroups = host_->cgroups;
   config.request_limits = {spec_.memory_bytes, spec_.pids_limit, spec_.cpus};
   config.spares = spec_.spares;
+  // Only a python child runs the handler in the memory it was forked with; a node spare's
+  // worker is a process of its own, as an exec function's command is.
   config.learn_prefault = python;
   config.name = spec_.name;
   return config;

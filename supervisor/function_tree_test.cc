@@ -37,8 +37,7 @@ bool Has(const std::vector<std::string>& list, const std::string& item) {
 }
 
 TEST(FunctionTreeTest, TheRuntimeSandboxHoldsNothingOfTheFunctionsOwn) {
-  const FunctionSpec function =
-      Python("/srv/alpha", {{"API_KEY", "alpha-secret"}, {"TZ", "UTC"}});
+  const FunctionSpec function = Python("/srv/alpha", {{"API_KEY", "alpha-secret"}, {"TZ", "UTC"}});
   const core::Spec runtime = RuntimeOf(function);
   for (const core::VolumeSpec& volume : runtime.volumes) {
     EXPECT_NE(volume.source, "/srv/alpha") << "the function's code reached its runtime";
@@ -61,8 +60,8 @@ TEST(FunctionTreeTest, FunctionsShareARuntimeUnlessWhatTheInterpreterReadsAtStar
   const std::string alpha = RuntimeKey(RuntimeOf(Python("/srv/alpha", {{"GREETING", "a"}})));
   const std::string beta = RuntimeKey(RuntimeOf(Python("/srv/beta", {{"OTHER", "b"}})));
   EXPECT_EQ(alpha, beta);
-  for (const char* key : {"TZ", "PATH", "PYTHONHASHSEED", "LD_PRELOAD", "LANG", "LC_ALL",
-                          "HOME", "ZYGO_LIBPYTHON", "VIRTUAL_ENV"}) {
+  for (const char* key : {"TZ", "PATH", "PYTHONHASHSEED", "LD_PRELOAD", "LANG", "LC_ALL", "HOME",
+                          "ZYGO_LIBPYTHON", "VIRTUAL_ENV"}) {
     EXPECT_NE(RuntimeKey(RuntimeOf(Python("/srv/alpha", {{key, "x"}}))), alpha) << key;
   }
 }
@@ -73,6 +72,9 @@ TEST(FunctionTreeTest, OnlyPythonFunctionsWithoutANetworkFork) {
   FunctionSpec exec = python;
   exec.runtime = Runtime::kExec;
   EXPECT_NE(WhyNotInTree(exec), "");
+  FunctionSpec node = python;
+  node.runtime = Runtime::kNode;
+  EXPECT_EQ(WhyNotInTree(node), "its runtime forks no interpreter");
   for (core::NetMode net : {core::NetMode::kEgress, core::NetMode::kFull}) {
     FunctionSpec networked = python;
     networked.net = net;

@@ -3,6 +3,7 @@
 // an image without node: one line, exit 125, before anything starts.
 #include <fstream>
 #include <memory>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -103,7 +104,9 @@ TEST_F(NodeApiTest, ThroughTheCli) {
 
   RunResult listed = Zygo({"ls"});
   EXPECT_EQ(listed.exit_code, 0) << listed.err;
-  EXPECT_TRUE(absl::StrContains(listed.out, "node")) << listed.out;
+  EXPECT_TRUE(
+      std::regex_search(listed.out, std::regex("\ngreet +node +host +warm +1 +handler.js:greet\n")))
+      << listed.out;
 
   ASSERT_EQ(Zygo({"up", Spec("fail", "entry = \"handler.js:fail\"\n")}).exit_code, 0);
   RunResult failed = Zygo({"exec", "fail"});
