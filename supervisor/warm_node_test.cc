@@ -65,6 +65,13 @@ exports.tmp = (event) => {
   return { before, x: fs.readFileSync("/tmp/x", "utf8"), tmpdir: require("os").tmpdir() };
 };
 
+// Wakes libuv's thread pool (4 more threads) and reports the worker's thread count.
+exports.threads = async () => {
+  await new Promise((resolve, reject) =>
+    require("crypto").pbkdf2("a", "b", 1000, 32, "sha256", (e) => (e ? reject(e) : resolve())));
+  return Number(/Threads:\s+(\d+)/.exec(fs.readFileSync("/proc/self/status", "utf8"))[1]);
+};
+
 exports.cgroups = () => fs.readFileSync("/proc/self/cgroup", "utf8").split("\n");
 )";
 
@@ -239,6 +246,21 @@ TEST_F(WarmNodeTest, EachRequestRunsInItsOwnCgroup) {
     seen.push_back(memory);
   }
   EXPECT_NE(seen[0], seen[1]);
+}
+
+// What docs/function-spec.md tells a node function to leave it: limits.pids = 16 holds a
+// worker with its thread pool awake (the spare, and node's 7-11 threads).
+TEST_F(WarmNodeTest, AWorkerFitsInSixteenPids) {
+  Up("name = \"threads\"\nruntime = \"node\"\nentry = \"handlers.js:threads\"\n"
+     "[limits]\npids = 16\n");
+  for (int i = 0; i < 3; ++i) {
+    ExecReply reply = Call("threads");
+    ASSERT_TRUE(reply.ok) << reply.status << " " << reply.error_type << ": " << reply.error_message
+                          << reply.stderr_data;
+    EXPECT_GE(Result(reply).get<int>(), 7) << "control: node's threads were counted";
+    EXPECT_LE(Result(reply).get<int>(), 15);
+    EXPECT_NE(reply.outcome.status, core::OutcomeStatus::kPidsLimit);
+  }
 }
 
 TEST_F(WarmNodeTest, PoolRunsScriptsPutByDigest) {
