@@ -82,7 +82,8 @@ let calls = 0;
 export async function main(event) {
   calls += 1;
   return { url: import.meta.url, calls, event, cwd: process.cwd(),
-           code: readFileSync("/code/handler.mjs", "utf8").length > 0 };
+           code: readFileSync("/code/handler.mjs", "utf8").length > 0,
+           globals: [typeof require, typeof module, typeof fs, typeof process] };
 }
 )";
 
@@ -128,6 +129,9 @@ TEST_F(WarmNodeTest, EsModuleHandlerAnswersAndIsAwaited) {
     ASSERT_TRUE(reply.ok) << reply.error_type << ": " << reply.error_message << reply.traceback;
     const nlohmann::json result = Result(reply);
     EXPECT_EQ(result["url"], "file:///code/handler.mjs") << "loaded as an ES module";
+    // The globals of a module `node` runs: no CommonJS names, no built-ins by name.
+    EXPECT_EQ(result["globals"], nlohmann::json({"undefined", "undefined", "undefined", "object"}))
+        << result;
     EXPECT_EQ(result["calls"], 1) << "request " << i << " saw another request's state";
     EXPECT_EQ(result["event"], nlohmann::json::parse("{\"x\": 1}"));
     EXPECT_EQ(result["cwd"], "/code");

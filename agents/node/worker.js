@@ -8,7 +8,24 @@ const fs = require('fs');
 const path = require('path');
 const url = require('url');
 const vm = require('vm');
-const { createRequire } = require('module');
+const { builtinModules, createRequire } = require('module');
+const requireHandler = require;
+
+// --eval puts its script's CommonJS names on the global object, and every built-in module
+// as a lazy getter (Node's setReal setter marks those, not process or crypto), some of them
+// again once this script's body has run; a handler, an ES module above all, must see the
+// globals a file run by `node` sees. Called before the handler loads.
+function removeEvalGlobals() {
+  for (const name of ['require', 'module', 'exports', '__filename', '__dirname']) {
+    delete globalThis[name];
+  }
+  for (const name of builtinModules) {
+    const property = Object.getOwnPropertyDescriptor(globalThis, name);
+    if (property && property.configurable && property.set && property.set.name === 'setReal') {
+      delete globalThis[name];
+    }
+  }
+}
 
 const CONTROL = 3;
 const [mode, codeDir, entry, maxResultText] = process.argv.splice(1, 4);
@@ -70,7 +87,7 @@ async function loadModule(file) {
   const full = path.resolve(codeDir, file);
   if (file.endsWith('.mjs')) return import(url.pathToFileURL(full).href);
   try {
-    return require(full);
+    return requireHandler(full);
   } catch (error) {
     // A .js file of a package with "type": "module".
     if (error && error.code === 'ERR_REQUIRE_ESM') return import(url.pathToFileURL(full).href);
@@ -108,6 +125,8 @@ function compileScript(code, digest) {
 }
 
 async function serve() {
+  await new Promise(setImmediate);  // past what --eval does after this script's body
+  removeEvalGlobals();
   let handler = null;
   try {
     if (entry !== '') handler = await loadHandler();
