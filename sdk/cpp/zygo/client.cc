@@ -54,6 +54,8 @@ Result ToResult(const json& reply) {
     result.status = TextOf(*outcome, "status");
     result.exit_code = outcome->value("exit_code", 0);
     result.wall_ms = outcome->value("wall_ms", 0.0);
+    result.timed_out = outcome->value("timed_out", false);
+    result.oom_killed = outcome->value("oom_killed", false);
   }
   return result;
 }
@@ -107,17 +109,41 @@ absl::StatusOr<std::vector<Function>> Client::List() {
 }
 
 absl::StatusOr<Result> Client::Exec(absl::string_view name, absl::string_view event_json) {
-  return Post(name, event_json, "application/json");
+  return Post(name, "", event_json, "application/json");
 }
 
 absl::StatusOr<Result> Client::ExecWithStdin(absl::string_view name, absl::string_view stdin_data) {
-  return Post(name, stdin_data, "application/octet-stream");
+  return Post(name, "", stdin_data, "application/octet-stream");
 }
 
-absl::StatusOr<Result> Client::Post(absl::string_view name, absl::string_view body,
-                                    absl::string_view content_type) {
+absl::StatusOr<std::string> Client::PutScript(absl::string_view source) {
+  absl::StatusOr<json> reply = api_.Call({"PUT", "/v1/scripts", std::string(source), "text/plain"});
+  if (!reply.ok()) return reply.status();
+  const std::string digest = TextOf(*reply, "digest");
+  if (digest.empty())
+    return absl::InternalError("the supervisor stored the script but sent no digest");
+  return digest;
+}
+
+absl::StatusOr<Result> Client::ExecScript(absl::string_view pool, absl::string_view digest,
+                                          absl::string_view event_json) {
+  return Post(pool, absl::StrCat("?script=", ApiClient::Escape(digest)), event_json,
+              "application/json");
+}
+
+absl::StatusOr<Result> Client::RunScript(absl::string_view pool, absl::string_view source,
+                                         absl::string_view event_json) {
+  absl::StatusOr<std::string> digest = PutScript(source);
+  if (!digest.ok()) return digest.status();
+  return ExecScript(pool, *digest, event_json);
+}
+
+absl::Status Client::Health() { return api_.Call({"GET", "/v1/health"}).status(); }
+
+absl::StatusOr<Result> Client::Post(absl::string_view name, absl::string_view query,
+                                    absl::string_view body, absl::string_view content_type) {
   absl::StatusOr<json> reply =
-      api_.Call({"POST", absl::StrCat("/v1/functions/", ApiClient::Escape(name), "/exec"),
+      api_.Call({"POST", absl::StrCat("/v1/functions/", ApiClient::Escape(name), "/exec", query),
                  std::string(body), std::string(content_type)});
   if (!reply.ok()) return reply.status();
   return ToResult(*reply);

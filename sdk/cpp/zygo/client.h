@@ -7,11 +7,15 @@
 //   absl::StatusOr<zygo::sdk::Function> up = zygo.UpFile("hello/hello.toml");
 //   absl::StatusOr<zygo::sdk::Result> result = zygo.Exec("hello", R"({"name": "Ada"})");
 //   if (result.ok() && result->ok) std::cout << result->result_json << "\n";
+//   // A runtime pool (pool = true) runs a script it is given: def handler(event) in Python,
+//   // function handler(event) in JavaScript.
+//   result = zygo.RunScript("py-pool", "def handler(event):\n    return event * 2\n", "21");
 //
 // A Client is one keep-alive connection, made on first use: use one per thread. Errors are
 // absl::Status: Unavailable when no supervisor answers on the socket, NotFound for an
 // unknown function, InvalidArgument for a spec or an event the supervisor refused (its
-// message names the problem, as `zygo up` prints it). A request that ran and failed (the
+// message names the problem, as `zygo up` prints it), ResourceExhausted when the
+// supervisor's queue is full (HTTP 429; retry later). A request that ran and failed (the
 // handler raised, the command exited non-zero, the deadline or the memory limit killed it)
 // is not an error: it is a Result whose `ok` is false.
 #ifndef ZYGO_SDK_CPP_ZYGO_CLIENT_H_
@@ -32,7 +36,7 @@ namespace zygo::sdk {
 struct Function {
   std::string name;
   std::string image;    // "host", "dir:/path" or an OCI reference
-  std::string runtime;  // "python" or "exec"
+  std::string runtime;  // "python", "node" or "exec"
   std::string entry;    // "handler.py:main", the command, or "" for a runtime pool
   bool pool = false;
   std::string state;  // "cold", "warming" or "warm"
@@ -55,8 +59,11 @@ struct Result {
   std::string error_type;
   std::string error_message;
   std::string traceback;
-  // How it ended: "ok", "handler_error", "nonzero_exit", "timeout", "oom", "signaled".
+  // How it ended: "ok", "handler_error", "nonzero_exit", "timeout", "oom", "signaled",
+  // "pids_limit" or "seccomp_killed" (docs/supervisor.md).
   std::string status;
+  bool timed_out = false;   // the deadline (limits.timeout) killed it
+  bool oom_killed = false;  // its memory limit (limits.memory) killed it
   int exit_code = 0;
   double wall_ms = 0;
 };
@@ -81,11 +88,24 @@ class Client {
   // Runs an exec function with `stdin_data` as its stdin.
   absl::StatusOr<Result> ExecWithStdin(absl::string_view name, absl::string_view stdin_data);
 
+  // Stores a runtime pool's script (content-addressed; storing it again is free) and
+  // returns its digest ("sha256:<hex>").
+  absl::StatusOr<std::string> PutScript(absl::string_view source);
+  // Runs the stored script `digest` in the runtime pool `pool` with `event_json`.
+  absl::StatusOr<Result> ExecScript(absl::string_view pool, absl::string_view digest,
+                                    absl::string_view event_json = "null");
+  // PutScript, then ExecScript: one call for a script the caller holds as text.
+  absl::StatusOr<Result> RunScript(absl::string_view pool, absl::string_view source,
+                                   absl::string_view event_json = "null");
+
+  // OK when the supervisor answers; Unavailable when nobody serves the socket.
+  absl::Status Health();
+
   const std::string& socket_path() const { return api_.socket_path(); }
 
  private:
-  absl::StatusOr<Result> Post(absl::string_view name, absl::string_view body,
-                              absl::string_view content_type);
+  absl::StatusOr<Result> Post(absl::string_view name, absl::string_view query,
+                              absl::string_view body, absl::string_view content_type);
 
   ApiClient api_;
 };
