@@ -214,7 +214,9 @@ const char* HttpReasonPhrase(int status) {
 
 HttpResponse ErrorResponse(int http_status, absl::string_view code, absl::string_view message) {
   json body = {{"error", {{"code", std::string(code)}, {"message", std::string(message)}}}};
-  return JsonResponse(http_status, DumpJson(body));
+  HttpResponse response = JsonResponse(http_status, DumpJson(body));
+  if (http_status == 429) response.retry_after_s = kRetryAfterSeconds;
+  return response;
 }
 
 HttpResponse StatusResponse(const absl::Status& status) {
@@ -247,6 +249,9 @@ std::string SerializeResponse(const HttpResponse& response, bool keep_alive, boo
       "HTTP/1.1 ", response.status, " ", HttpReasonPhrase(response.status),
       "\r\nContent-Type: application/json\r\nContent-Length: ", response.body.size(), "\r\n");
   if (!response.allow.empty()) absl::StrAppend(&out, "Allow: ", response.allow, "\r\n");
+  if (response.retry_after_s > 0) {
+    absl::StrAppend(&out, "Retry-After: ", response.retry_after_s, "\r\n");
+  }
   if (!keep_alive) {
     out += "Connection: close\r\n";
   } else if (http10) {

@@ -29,10 +29,16 @@ struct HttpRequest {
   std::string body;
 };
 
+// A 429's Retry-After, in seconds. The queue drains at the pace of requests (milliseconds
+// to a function's timeout), so one second is long enough to matter and short enough that a
+// client that honours it loses little; RFC 9110 allows no finer unit.
+inline constexpr int kRetryAfterSeconds = 1;
+
 struct HttpResponse {
   int status = 200;
   std::string body;   // JSON text
   std::string allow;  // 405 only: the methods the path does accept, for the Allow header
+  int retry_after_s = 0;  // 429 only: the Retry-After header when > 0
 };
 
 // InvalidArgument 400, NotFound 404, AlreadyExists 409, FailedPrecondition 412,
@@ -48,7 +54,8 @@ const char* HttpReasonPhrase(int status);
 
 // {"error":{"code":code,"message":message}} with the given HTTP status. The HTTP-level
 // failures with no absl counterpart use "method_not_allowed" (405) and
-// "payload_too_large" (413); the rest use absl code names.
+// "payload_too_large" (413); the rest use absl code names. A 429 carries Retry-After:
+// kRetryAfterSeconds.
 HttpResponse ErrorResponse(int http_status, absl::string_view code, absl::string_view message);
 
 // The error form of a non-OK status (an OK one becomes a 500: it is a caller's bug); an
@@ -63,7 +70,8 @@ HttpResponse BodyTooLargeResponse(absl::string_view target, std::optional<uint64
 // 200 with ExecReplyToJson when the request ran; otherwise the error form of its status.
 HttpResponse ExecReplyResponse(const ExecReply& reply);
 
-// The bytes of a response: status line, Content-Type, Content-Length, Allow when set,
+// The bytes of a response: status line, Content-Type, Content-Length, Allow and
+// Retry-After when set,
 // "Connection: close" unless `keep_alive` ("Connection: keep-alive" for a kept HTTP/1.0
 // client, which would otherwise assume close), then the body.
 std::string SerializeResponse(const HttpResponse& response, bool keep_alive, bool http10);

@@ -251,6 +251,22 @@ TEST(HttpRoutesTest, SerializeResponse) {
   EXPECT_NE(SerializeResponse(response, true, true).find("\r\nConnection: keep-alive\r\n"),
             std::string::npos);
   EXPECT_EQ(SerializeResponse(response, true, false).find("Connection"), std::string::npos);
+  EXPECT_EQ(SerializeResponse(response, true, false).find("Retry-After"), std::string::npos);
+}
+
+// Over capacity says when to come back, as RFC 9110 has it: whole seconds, at least 1.
+// Only a 429 does; a 413 is also ResourceExhausted inside but will never fit.
+TEST(HttpRoutesTest, OverCapacityCarriesRetryAfter) {
+  HttpResponse response = StatusResponse(absl::ResourceExhaustedError("over capacity"));
+  ASSERT_EQ(response.status, 429);
+  EXPECT_EQ(response.retry_after_s, kRetryAfterSeconds);
+  EXPECT_GE(kRetryAfterSeconds, 1);
+  EXPECT_NE(SerializeResponse(response, true, false).find("\r\nRetry-After: 1\r\n"),
+            std::string::npos);
+  HttpResponse too_large = StatusResponse(EventTooLargeError(kMaxEventBytes + 1));
+  EXPECT_EQ(too_large.retry_after_s, 0);
+  EXPECT_EQ(SerializeResponse(too_large, false, false).find("Retry-After"), std::string::npos);
+  EXPECT_EQ(ErrorResponse(503, "unavailable", "x").retry_after_s, 0);
 }
 
 TEST(HttpRoutesTest, PercentDecode) {

@@ -66,6 +66,8 @@ constexpr char kUsage[] =
     "                       per image, each sealed in a sandbox of its own (default on;\n"
     "                       off: each function starts its own interpreter)\n"
     "  --workers N          requests running at once over all functions (default 64)\n"
+    "  --max-queued N       requests waiting for a worker; past it a request gets 429\n"
+    "                       (default 10000)\n"
     "  -h, --help           this text\n"
     "\n"
     "Limits of the HTTP socket (not the gRPC one). The caps are lowered to fit the\n"
@@ -90,6 +92,7 @@ struct ServeFlags {
   bool zygote_tree = true;
   std::vector<std::string> insecure_registries;
   int workers = 64;
+  size_t max_queued = 10'000;
   HttpLimits http;
 };
 
@@ -172,6 +175,11 @@ absl::StatusOr<ServeFlags> ParseFlags(int argc, char** argv) {
       if (!count.ok()) return count.status();
       (arg == "--http-max-connections" ? flags.http.max_connections
                                        : flags.http.max_connections_per_client) = *count;
+    } else if (arg == "--max-queued") {
+      if (!(v = value("--max-queued")).ok()) return v.status();
+      absl::StatusOr<size_t> count = ParseCount("--max-queued", *v);
+      if (!count.ok()) return count.status();
+      flags.max_queued = *count;
     } else if (arg == "--workers") {
       if (!(v = value("--workers")).ok()) return v.status();
       flags.workers = atoi(v->c_str());
@@ -319,6 +327,7 @@ int Serve(const ServeFlags& flags) {
   }
   SupervisorOptions options;
   options.workers = flags.workers;
+  options.max_queued = flags.max_queued;
   options.code_policy = BuildCodePolicy(flags, state_dir, {http_socket, grpc_socket});
   options.host.cgroups = cgroups.ok() ? cgroups->get() : nullptr;
   options.host.allow_unlimited = flags.allow_unlimited;
