@@ -152,10 +152,9 @@ TEST_F(WarmNodeEscape, ARequestPastItsDeadlineIsKilledWithWhatItStarted) {
   nlohmann::json runaway;
   std::thread request([&] {
     sdk::ApiClient client(supervisor_->api().socket_path());
-    absl::StatusOr<nlohmann::json> reply =
-        client.Call({"POST", "/v1/functions/nodeprobe/exec",
-                     nlohmann::json({{"op", "runaway"}, {"marker", marker}}).dump(),
-                     "application/json"});
+    absl::StatusOr<nlohmann::json> reply = client.Call(
+        {"POST", "/v1/functions/nodeprobe/exec",
+         nlohmann::json({{"op", "runaway"}, {"marker", marker}}).dump(), "application/json"});
     runaway = reply.ok() ? *reply : nlohmann::json{{"request_failed", reply.status().ToString()}};
   });
   // The control: while the request runs, its detached child is there to be found.

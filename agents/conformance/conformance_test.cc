@@ -157,7 +157,8 @@ class ConformanceTest : public ::testing::TestWithParam<AgentKind> {
     Spare spare = SpawnSpare();
     const wire::PageRun page{0x10000, 1, false};
     ASSERT_TRUE(
-        wire::SendFrame(spare.channel.get(), *wire::Encode(wire::PrefaultMessage{{page}}), {}).ok());
+        wire::SendFrame(spare.channel.get(), *wire::Encode(wire::PrefaultMessage{{page}}), {})
+            .ok());
     absl::StatusOr<wire::ReceivedFrame> reply = RunOn(spare, run);
     ASSERT_TRUE(reply.ok()) << reply.status() << "\nstderr: " << agent_->Stderr();
     EXPECT_EQ(ResultOf(*reply), R"({"a":[1,2]})");

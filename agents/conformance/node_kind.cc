@@ -4,8 +4,8 @@
 #include <limits.h>
 #include <stdlib.h>
 
-#include "agents/conformance/agent_kinds.h"
 #include "absl/strings/str_cat.h"
+#include "agents/conformance/agent_kinds.h"
 
 namespace zygo::agents::conformance {
 namespace {
@@ -100,7 +100,9 @@ std::string NodeAgentBinary() {
 }
 
 AgentCommand NodeFunctionMode(const std::string& dir) {
-  return {NodeAgentBinary(), {"--fd", "3", "--entry", "handler.js:handle", "--code-dir", dir}, {},
+  return {NodeAgentBinary(),
+          {"--fd", "3", "--entry", "handler.js:handle", "--code-dir", dir},
+          {},
           {"NODE_OPTIONS"}};
 }
 
@@ -116,8 +118,9 @@ std::string NodeFrameAt(const std::string& file, int line) {
 }  // namespace
 
 AgentKind NodeAgentKind() {
-  AgentKind kind{"node", "handler.js", kNodeHandler, kNodePoolScript, kNodePoolScriptRaising,
-                 NodeFunctionMode, NodePoolMode};
+  AgentKind kind{"node",          "handler.js",           kNodeHandler,
+                 kNodePoolScript, kNodePoolScriptRaising, NodeFunctionMode,
+                 NodePoolMode};
   kind.script_extension = ".js";
   kind.frame_at = NodeFrameAt;
   kind.unencodable = "BigInt";

@@ -66,12 +66,11 @@ absl::StatusOr<std::string> ReadControlMessage(int fd) {
       !status.ok()) {
     return status;
   }
-  const uint32_t length = uint32_t{head[0]} | (uint32_t{head[1]} << 8) |
-                          (uint32_t{head[2]} << 16) | (uint32_t{head[3]} << 24);
+  const uint32_t length = uint32_t{head[0]} | (uint32_t{head[1]} << 8) | (uint32_t{head[2]} << 16) |
+                          (uint32_t{head[3]} << 24);
   if (length > kMaxControlMessage) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the worker sent a message of ", length, " bytes; at most ",
-                     kMaxControlMessage));
+    return absl::InvalidArgumentError(absl::StrCat("the worker sent a message of ", length,
+                                                   " bytes; at most ", kMaxControlMessage));
   }
   std::string bytes(length, '\0');
   if (absl::Status status = ReadExact(fd, bytes.data(), length, &got_any); !status.ok()) {

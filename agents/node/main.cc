@@ -70,7 +70,8 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
     }
   }
   if (flags.pool == !flags.entry.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("give exactly one of --entry and --pool; ", kUsage));
+    return absl::InvalidArgumentError(
+        absl::StrCat("give exactly one of --entry and --pool; ", kUsage));
   }
   if (!flags.pool && flags.entry.find(':') == std::string::npos) {
     return absl::InvalidArgumentError(
@@ -103,15 +104,15 @@ absl::Status CheckHandler(const WorkerCommand& function) {
   absl::StatusOr<std::optional<WorkerError>> ready = worker->AwaitReady(STDERR_FILENO);
   const WorkerExit exit = worker->ReapExit();
   if (!ready.ok()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        check.node, " ended before it loaded ", function.entry.empty() ? "anything" : function.entry,
-        exit.signalled ? " (signal " : " (exit status ", exit.code, ")"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(check.node, " ended before it loaded ",
+                     function.entry.empty() ? "anything" : function.entry,
+                     exit.signalled ? " (signal " : " (exit status ", exit.code, ")"));
   }
   if (!ready->has_value()) return absl::OkStatus();
   const WorkerError& error = **ready;
-  return absl::FailedPreconditionError(absl::StrCat("cannot load ", function.entry, ": ",
-                                                    error.type, ": ", error.message, "\n",
-                                                    error.stack));
+  return absl::FailedPreconditionError(absl::StrCat(
+      "cannot load ", function.entry, ": ", error.type, ": ", error.message, "\n", error.stack));
 }
 
 // Everything up to and including Hello; the zygote loop then owns the process.

@@ -56,10 +56,12 @@ TEST_F(NodeStartupTest, AHandlerThatLoadsSaysHello) {
   const std::string dir = absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/node-hello-", ::getpid());
   ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
   std::ofstream(dir + "/handler.js") << "exports.handle = (event) => event;\n";
-  absl::StatusOr<std::unique_ptr<AgentProcess>> agent = AgentProcess::Start(
-      {"agents/node/zygo-agent-node",
-       {"--fd", "3", "--entry", "handler.js:handle", "--code-dir", dir}, {}, {}},
-      dir + "/agent.stderr");
+  absl::StatusOr<std::unique_ptr<AgentProcess>> agent =
+      AgentProcess::Start({"agents/node/zygo-agent-node",
+                           {"--fd", "3", "--entry", "handler.js:handle", "--code-dir", dir},
+                           {},
+                           {}},
+                          dir + "/agent.stderr");
   ASSERT_TRUE(agent.ok()) << agent.status();
   EXPECT_TRUE((*agent)->Next(wire::MessageType::kHello, 0).ok()) << (*agent)->Stderr();
   (*agent)->HangUp();

@@ -69,7 +69,8 @@ void RunNodeRequest(const WorkerCommand& command, std::optional<Worker>& worker,
     base::UniqueFd& fd = received.fds[wire::FdCount(run.fd_layout)];
     absl::StatusOr<std::string> read = wire::ReadEventMemfd(fd.get(), run.event_fd_size);
     fd.Reset();
-    if (!read.ok()) ReportFailed(channel, id, {"EventError", std::string(read.status().message()), ""});
+    if (!read.ok())
+      ReportFailed(channel, id, {"EventError", std::string(read.status().message()), ""});
     event = *std::move(read);
   }
   if (!worker.has_value()) {

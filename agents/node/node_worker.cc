@@ -102,7 +102,8 @@ WorkerError ErrorFromJson(const nlohmann::json& described) {
 
 absl::StatusOr<nlohmann::json> ParseMessage(const std::string& bytes) {
   nlohmann::json message = nlohmann::json::parse(bytes, nullptr, /*allow_exceptions=*/false);
-  if (!message.is_object()) return absl::DataLossError("the worker sent a message that is not JSON");
+  if (!message.is_object())
+    return absl::DataLossError("the worker sent a message that is not JSON");
   return message;
 }
 
@@ -120,10 +121,14 @@ absl::StatusOr<Worker> Worker::Start(const WorkerCommand& command) {
   if (::pipe2(err, O_CLOEXEC) != 0) return ErrnoStatus(errno, "pipe2(worker stderr)");
   UniqueFd err_read(err[0]), err_write(err[1]);
   const std::string max_result = std::to_string(command.max_result);
-  const char* argv[] = {command.node.c_str(),     "--eval",
-                        kWorkerJs,                ModeName(command.mode),
-                        command.code_dir.c_str(), command.entry.c_str(),
-                        max_result.c_str(),       nullptr};
+  const char* argv[] = {command.node.c_str(),
+                        "--eval",
+                        kWorkerJs,
+                        ModeName(command.mode),
+                        command.code_dir.c_str(),
+                        command.entry.c_str(),
+                        max_result.c_str(),
+                        nullptr};
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) return ErrnoStatus(errno, "fork(node worker)");
@@ -170,7 +175,8 @@ absl::StatusOr<std::optional<WorkerError>> Worker::AwaitReady(int log_fd) {
   if (!message.ok()) return message.status();
   if (message->contains("ready")) return std::nullopt;
   auto failed = message->find("load_failed");
-  if (failed == message->end()) return absl::DataLossError("the worker said neither ready nor why not");
+  if (failed == message->end())
+    return absl::DataLossError("the worker said neither ready nor why not");
   return ErrorFromJson(*failed);
 }
 
@@ -194,7 +200,8 @@ absl::StatusOr<WorkerAnswer> Worker::AwaitAnswer(int out_fd, int err_fd) {
     return answer;
   }
   auto failed = message->find("failed");
-  if (failed == message->end()) return absl::DataLossError("the worker sent neither a result nor an error");
+  if (failed == message->end())
+    return absl::DataLossError("the worker sent neither a result nor an error");
   answer.error = ErrorFromJson(*failed);
   return answer;
 }

@@ -24,10 +24,10 @@ enum class WorkerMode {
 };
 
 struct WorkerCommand {
-  std::string node;      // node's path as the sandbox sees it
+  std::string node;  // node's path as the sandbox sees it
   WorkerMode mode = WorkerMode::kFunction;
-  std::string code_dir;  // what the entry's FILE is relative to
-  std::string entry;     // FILE:FUNCTION; empty for a pool
+  std::string code_dir;   // what the entry's FILE is relative to
+  std::string entry;      // FILE:FUNCTION; empty for a pool
   size_t max_result = 0;  // the most bytes of JSON a result may take
 };
 
