@@ -23,7 +23,12 @@ absl::Status NodeSpareRunner::Isolate() {
   if (!join_failed_) {
     // A failure here is tried again at the Run, which reports it if it fails again.
     absl::StatusOr<Worker> started = Worker::Start(command_);
-    if (started.ok()) worker_ = *std::move(started);
+    if (started.ok()) {
+      worker_ = *std::move(started);
+      // Loaded before this spare reads another frame: a Run (or a Ping) it answers next
+      // finds its worker ready. The answer, a load error too, is kept for the Run.
+      (void)worker_->AwaitReady(STDERR_FILENO);
+    }
   }
   return absl::OkStatus();
 }

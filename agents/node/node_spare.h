@@ -30,9 +30,10 @@ class NodeSpareRunner : public zygote::SpareRunner {
   [[noreturn]] void RunSpare(const zygote::SpareContext& context) override;
 
  private:
-  // The Landlock domain, TMPDIR=/tmp, then the worker, unless this spare could not join
-  // its cgroup: the supervisor then moves the spare just before its Run, and a worker
-  // started now would stay outside, so it starts at the Run instead.
+  // The Landlock domain, TMPDIR=/tmp, then the worker, waited for until it has loaded the
+  // handler; unless this spare could not join its cgroup: the supervisor then moves the
+  // spare just before its Run, and a worker started now would stay outside, so it starts
+  // at the Run instead.
   absl::Status Isolate();
 
   WorkerCommand command_;

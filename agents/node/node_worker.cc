@@ -167,6 +167,11 @@ void Worker::DrainPipes(int out_fd, int err_fd) {
 }
 
 absl::StatusOr<std::optional<WorkerError>> Worker::AwaitReady(int log_fd) {
+  if (!readiness_.has_value()) readiness_ = ReceiveReadiness(log_fd);
+  return *readiness_;
+}
+
+absl::StatusOr<std::optional<WorkerError>> Worker::ReceiveReadiness(int log_fd) {
   absl::StatusOr<std::string> bytes = ReceiveRelaying(log_fd, log_fd);
   if (!bytes.ok()) return bytes.status();
   // stdout and stderr are written synchronously to pipes: what the load printed is there.
@@ -175,8 +180,9 @@ absl::StatusOr<std::optional<WorkerError>> Worker::AwaitReady(int log_fd) {
   if (!message.ok()) return message.status();
   if (message->contains("ready")) return std::nullopt;
   auto failed = message->find("load_failed");
-  if (failed == message->end())
+  if (failed == message->end()) {
     return absl::DataLossError("the worker said neither ready nor why not");
+  }
   return ErrorFromJson(*failed);
 }
 

@@ -62,6 +62,7 @@ class Worker {
 
   // Waits until the worker has loaded its handler: nullopt when ready, else the load's
   // error. What it printed meanwhile (its imports') goes to `log_fd`, not to a request.
+  // The answer is kept: a second call returns it at once.
   absl::StatusOr<std::optional<WorkerError>> AwaitReady(int log_fd);
 
   // Sends the request: the pool script's digest and source (empty for a function) and the
@@ -78,12 +79,15 @@ class Worker {
   WorkerExit ReapExit();
 
  private:
+  // AwaitReady's first wait.
+  absl::StatusOr<std::optional<WorkerError>> ReceiveReadiness(int log_fd);
   // The next control message, copying the pipes to `out_fd`/`err_fd` while waiting.
   absl::StatusOr<std::string> ReceiveRelaying(int out_fd, int err_fd);
   // Copies whatever the pipes hold now.
   void DrainPipes(int out_fd, int err_fd);
 
   pid_t pid_ = -1;
+  std::optional<absl::StatusOr<std::optional<WorkerError>>> readiness_;
   base::UniqueFd control_;
   base::UniqueFd out_;  // read ends, non-blocking; invalid once at EOF
   base::UniqueFd err_;
