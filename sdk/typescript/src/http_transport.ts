@@ -127,6 +127,10 @@ export class HttpTransport implements Transport {
     if (body !== undefined || method === "POST" || method === "PUT") {
       headers["Content-Length"] = body?.length ?? 0;
     }
+    // A large body waits for 100 Continue: a body the supervisor refuses at the headers
+    // (413, over 16 MiB) then gets its answer instead of EPIPE halfway through the write.
+    const expectContinue = body !== undefined && body.length > kExpectContinueBytes;
+    if (expectContinue) headers.Expect = "100-continue";
     const timeoutMs = options?.timeoutMs ?? this.timeoutMs;
     return new Promise((resolve, reject) => {
       const request = http.request({
@@ -160,9 +164,16 @@ export class HttpTransport implements Transport {
         response.on("end", () => {
           done();
           resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(chunks) });
+          // Answered before the body went: the connection cannot carry another request.
+          if (expectContinue && !request.writableEnded) request.destroy();
         });
       });
-      request.end(body);
+      if (expectContinue) {
+        request.on("continue", () => request.end(body));
+        request.flushHeaders();
+      } else {
+        request.end(body);
+      }
     });
   }
 
@@ -184,6 +195,8 @@ export class HttpTransport implements Transport {
     return wrapped;
   }
 }
+
+const kExpectContinueBytes = 1 << 20;
 
 interface RetryableError extends Error {
   reusedSocket?: boolean;
