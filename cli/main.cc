@@ -13,6 +13,7 @@
 #include "cli/api_commands.h"
 #include "cli/doctor_command.h"
 #include "cli/image_commands.h"
+#include "cli/mcp_command.h"
 #include "cli/run_command.h"
 #include "core/base/helper_binary.h"
 
@@ -39,6 +40,8 @@ Warm functions (the supervisor; each command has --help):
   ls       list the functions and their state: zygo ls [--json]
   exec     run one request on a warm function: zygo exec NAME [--data JSON | -]
   scripts  store a runtime-pool script for exec --script: zygo scripts put FILE
+  mcp      serve the Model Context Protocol on stdio: tools that run Python and
+           JavaScript in warm pools and call functions (docs/mcp.md)
 
 Global flags:
   -v, --verbose   print timings
@@ -122,7 +125,7 @@ int main(int argc, char** argv) {
   static constexpr ApiEntry kApiCommands[] = {
       {"up", &zygo::cli::UpCommand},           {"down", &zygo::cli::DownCommand},
       {"ls", &zygo::cli::LsCommand},           {"exec", &zygo::cli::ExecCommand},
-      {"scripts", &zygo::cli::ScriptsCommand},
+      {"scripts", &zygo::cli::ScriptsCommand}, {"mcp", &zygo::cli::McpCommand},
   };
   for (const ApiEntry& entry : kApiCommands) {
     if (strcmp(command, entry.name) == 0) return entry.run(rest_argc, rest_argv);
