@@ -48,7 +48,11 @@ def _error(e: "grpc.RpcError", socket_path: str) -> errors.ZygoError:
             return errors.InvalidArgument(name, message)
         return errors.TooManyRequests(name, message)
     if code == grpc.StatusCode.UNAVAILABLE:
-        return errors.Unavailable(name, f"{socket_path}: {message} (is `zygo serve` running?)")
+        # gRPC's own words when nothing listens ("failed to connect to all addresses").
+        if "failed to connect" in message:
+            message = (f"cannot reach the supervisor at {socket_path}: is `zygo serve` "
+                       f"running? ({message})")
+        return errors.Unavailable(name, message)
     return errors.ZygoError(name, message)
 
 
