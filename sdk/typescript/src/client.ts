@@ -1,9 +1,10 @@
 // The Client: the surface every Zygo SDK shares (exec, up, down, functions, scripts.put,
 // pool.run, health) over a transport, HTTP on the unix socket unless another is given.
+import { createHash } from "node:crypto";
 import { readFile, realpath } from "node:fs/promises";
 import * as path from "node:path";
 
-import { execErrorFor } from "./errors.js";
+import { execErrorFor, NotFoundError } from "./errors.js";
 import { HttpTransport } from "./http_transport.js";
 import { resolveSocketPath } from "./socket_path.js";
 import type { CallOptions, ExecBody, Transport } from "./transport.js";
@@ -35,13 +36,11 @@ export interface UpOptions extends CallOptions {
   baseDir?: string;
 }
 
-const DIGEST = /^sha256:[0-9a-f]{64}$/;
-
 export class Client {
   readonly socketPath: string;
   private readonly transport: Transport;
-  // Digests of scripts pool.run stored, by source, so a source is sent once per Client.
-  private readonly digests = new Map<string, string>();
+  // The digests of the scripts pool.run stored, so each is sent once per Client.
+  private readonly stored = new Set<string>();
 
   /** Runtime-pool scripts. */
   readonly scripts = {
@@ -50,21 +49,30 @@ export class Client {
       this.transport.putScript(toBuffer(source), options),
   };
 
-  /** Runtime pools. */
+  /** Runtime pools (functions with `pool = true`). */
   readonly pool = {
-    /** Runs `script` (a digest from scripts.put, or the script's source, stored first) in
-     * the pool with `event`; its `handler(event)` is called. Throws as exec does. */
+    /** Runs `script` (its source, which defines `handler(event)`) in runtime pool `pool`
+     * with `event`: stores it first unless this client already did (or the supervisor lost
+     * it), then calls it by digest. Replies and errors as exec. */
     run: async <T = unknown>(
       pool: string,
-      script: string,
+      script: string | Uint8Array,
       event?: unknown,
       options?: Omit<ExecOptions, "script" | "stdin">,
     ): Promise<ExecReply<T>> => {
-      let digest = DIGEST.test(script) ? script : this.digests.get(script);
-      if (digest === undefined) {
-        digest = await this.scripts.put(script, options);
-        this.digests.set(script, digest);
+      const source = toBuffer(script);
+      const digest = scriptDigest(source);
+      if (!this.stored.has(digest)) {
+        await this.transport.putScript(source, options);
+        this.stored.add(digest);
       }
+      try {
+        return await this.exec<T>(pool, event, { ...options, script: digest });
+      } catch (error) {
+        // The store's words: "no script sha256:... (PutScript it first)".
+        if (!(error instanceof NotFoundError && error.message.startsWith("no script "))) throw error;
+      }
+      await this.transport.putScript(source, options);
       return this.exec<T>(pool, event, { ...options, script: digest });
     },
   };
@@ -131,4 +139,9 @@ export class Client {
 
 function toBuffer(data: string | Uint8Array): Buffer {
   return typeof data === "string" ? Buffer.from(data, "utf8") : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+}
+
+/** The name the supervisor stores a script under: `sha256:<hex of its bytes>`. */
+export function scriptDigest(source: string | Uint8Array): string {
+  return `sha256:${createHash("sha256").update(toBuffer(source)).digest("hex")}`;
 }

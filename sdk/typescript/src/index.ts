@@ -1,5 +1,5 @@
 // @zygo/sdk: a client for Zygo's supervisor (`zygo serve`). See README.md.
-export { Client } from "./client.js";
+export { Client, scriptDigest } from "./client.js";
 export type { ClientOptions, ExecOptions, UpOptions } from "./client.js";
 export {
   ApiError,

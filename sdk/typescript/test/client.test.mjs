@@ -20,6 +20,7 @@ import {
   ZygoError,
   defaultSocketPathFor,
   resolveSocketPath,
+  scriptDigest,
 } from "../dist/esm/index.js";
 import { Supervisor, skipReason } from "./supervisor.mjs";
 
@@ -139,12 +140,15 @@ describe("a real supervisor", { skip }, () => {
     await assert.rejects(zygo.exec("texty", 7), NotFoundError);
   });
 
-  test("a Python runtime pool: scripts.put, pool.run by digest and by source", async () => {
+  test("a Python runtime pool: scripts.put and exec by digest; pool.run of a source", async () => {
     const source = "def handler(event):\n    return event * 2\n";
     const digest = await zygo.scripts.put(source);
+    assert.equal(digest, scriptDigest(source));
     assert.match(digest, /^sha256:[0-9a-f]{64}$/);
-    assert.equal((await zygo.pool.run("pypool", digest, 21)).result, 42);
+    assert.equal((await zygo.exec("pypool", 21, { script: digest })).result, 42);
     assert.equal((await zygo.pool.run("pypool", source, 5)).result, 10);
+    const fresh = `def handler(event):\n    return ["fresh", ${Date.now()}, event]\n`;
+    assert.deepEqual((await zygo.pool.run("pypool", Buffer.from(fresh), 1)).result.slice(-1), [1]);
     const other = "def handler(event):\n    raise KeyError(event)\n";
     await assert.rejects(zygo.pool.run("pypool", other, "k"), (error) => {
       assert.ok(error instanceof HandlerError);
@@ -223,7 +227,7 @@ describe("a real supervisor", { skip }, () => {
     for (const call of [
       () => zygo.exec("nosuch", {}),
       () => zygo.down("nosuch"),
-      () => zygo.pool.run("pypool", `sha256:${"0".repeat(64)}`, 1),
+      () => zygo.exec("pypool", 1, { script: `sha256:${"0".repeat(64)}` }),
     ]) {
       await assert.rejects(call(), (error) => {
         assert.ok(error instanceof NotFoundError, String(error));
@@ -352,6 +356,42 @@ test("a 503 is UnavailableError; an HTTP-date Retry-After is seconds from now", 
       assert.match(error.message, /HTTP 500: not json/);
       return true;
     });
+    zygo.close();
+  } finally {
+    server.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("pool.run stores a script again when the supervisor lost it", async () => {
+  // A fake server: the real one loses a script only with its state dir.
+  const dir = mkdtempSync("/tmp/zygo-ts-sdk-");
+  const seen = [];
+  let stored = false;
+  const server = http.createServer((request, response) => {
+    seen.push(`${request.method} ${request.url}`);
+    request.resume();
+    request.on("end", () => {
+      response.setHeader("Content-Type", "application/json");
+      if (request.method === "PUT") {
+        stored = true;
+        response.end(JSON.stringify({ digest: scriptDigest("src") }));
+      } else if (!stored) {
+        response.statusCode = 404;
+        response.end(JSON.stringify({ error: { code: "not_found", message: "no script sha256:... (PutScript it first)" } }));
+      } else {
+        response.end(JSON.stringify({ ok: true, result: 1, outcome: { status: "ok" }, timings_us: {} }));
+      }
+    });
+  });
+  await new Promise((resolve) => server.listen(`${dir}/fake.sock`, resolve));
+  try {
+    const zygo = new Client({ socketPath: `${dir}/fake.sock` });
+    const exec = `POST /v1/functions/p/exec?script=${encodeURIComponent(scriptDigest("src"))}`;
+    assert.equal((await zygo.pool.run("p", "src")).result, 1);
+    stored = false; // the supervisor lost it
+    assert.equal((await zygo.pool.run("p", "src")).result, 1);
+    assert.deepEqual(seen, ["PUT /v1/scripts", exec, exec, "PUT /v1/scripts", exec]);
     zygo.close();
   } finally {
     server.close();

@@ -5,6 +5,7 @@ import {
   ExecError,
   HandlerError,
   TooManyRequestsError,
+  scriptDigest,
   type ExecReply,
   type FunctionInfo,
 } from "@zygo/sdk";
@@ -20,9 +21,12 @@ export async function main(socketPath: string): Promise<string> {
   const greeting: string | undefined = reply.result?.greeting;
   const total: number = reply.timingsUs.total;
   const names: string[] = (await zygo.functions()).map((f) => f.name);
-  const digest: string = await zygo.scripts.put("def handler(event):\n    return event\n");
+  const source = "def handler(event):\n    return event\n";
+  const digest: string = await zygo.scripts.put(source);
+  if (digest !== scriptDigest(source)) throw new Error("digests differ");
   try {
-    await zygo.pool.run("pool", digest, { n: 1 }, { raiseOnError: true, timeoutMs: 1000 });
+    await zygo.exec("pool", null, { script: digest, raiseOnError: false });
+    await zygo.pool.run("pool", source, { n: 1 }, { raiseOnError: true, timeoutMs: 1000 });
   } catch (error) {
     if (error instanceof TooManyRequestsError) {
       const wait: number | undefined = error.retryAfter;
