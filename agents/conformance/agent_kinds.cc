@@ -98,7 +98,7 @@ std::string PythonFrameAt(const std::string& file, int line) {
 std::vector<AgentKind> AllAgentKinds() {
   return {AgentKind{"python", "handler.py", kPythonHandler, kPythonPoolScript,
                     kPythonPoolScriptRaising, PythonFunctionMode, PythonPoolMode},
-          NodeAgentKind()};
+          NodeAgentKind(), NodeSnapshotAgentKind()};
 }
 
 int LineOf(const std::string& source, const std::string& marker) {

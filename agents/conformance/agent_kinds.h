@@ -32,7 +32,8 @@ namespace zygo::agents::conformance {
 std::string PythonFrameAt(const std::string& file, int line);
 
 struct AgentKind {
-  std::string name;  // Hello's agent_kind.
+  std::string name;  // the test's name for it, and Hello's agent_kind unless hello_kind says
+
   std::string handler_file;
   std::string handler_source;
   std::string pool_script;
@@ -40,6 +41,7 @@ struct AgentKind {
   // The command for function mode with the handler file in `dir`, and for pool mode.
   AgentCommand (*function_mode)(const std::string& dir);
   AgentCommand (*pool_mode)(const std::string& dir);
+  std::string hello_kind;  // Hello's agent_kind when it is not `name`
   // A pool script's file name is its entry and this.
   std::string script_extension = ".py";
   // How a traceback names line `line` of `file`.
@@ -65,7 +67,8 @@ inline std::ostream& operator<<(std::ostream& out, const AgentKind& kind) {
 
 // Every agent under test.
 std::vector<AgentKind> AllAgentKinds();
-AgentKind NodeAgentKind();  // node_kind.cc
+AgentKind NodeAgentKind();          // node_kind.cc
+AgentKind NodeSnapshotAgentKind();  // the same, its workers started from a snapshot
 
 // The 1-based line of `source` that contains `marker`, or 0.
 int LineOf(const std::string& source, const std::string& marker);

@@ -98,7 +98,8 @@ class ConformanceTest : public ::testing::TestWithParam<AgentKind> {
     ASSERT_TRUE(frame.ok()) << frame.status() << "\nstderr: " << agent_->Stderr();
     absl::StatusOr<wire::HelloMessage> hello = wire::DecodeHello(*frame);
     ASSERT_TRUE(hello.ok()) << hello.status();
-    EXPECT_EQ(hello->agent_kind, GetParam().name);
+    EXPECT_EQ(hello->agent_kind,
+              GetParam().hello_kind.empty() ? GetParam().name : GetParam().hello_kind);
     EXPECT_EQ(hello->protocol_version, wire::kProtocolVersion);
     EXPECT_EQ(wire::kProtocolVersion, 8u);
     EXPECT_EQ(hello->pid, agent_->pid());  // Same pid namespace in this suite.

@@ -4,7 +4,10 @@
 // worker serves one request and exits. Before Hello it loads the handler once in a check
 // worker, so a handler that cannot load fails the warm-up, not every request. Anything
 // that fails before Hello exits 125 with one line on stderr (the load error's stack after).
+// Where Node ships no startup snapshot of its own, workers start from one of worker.js built
+// here (node_snapshot.h); --snapshot on|off forces the choice (tests).
 // Usage: zygo-agent-node [--fd N] [--code-dir DIR] (--entry FILE:FUNCTION | --pool) [--node PATH]
+//                        [--snapshot auto|on|off]
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,11 +22,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "agents/isolation/isolation.h"
+#include "agents/node/node_snapshot.h"
 #include "agents/node/node_spare.h"
 #include "agents/node/node_worker.h"
 #include "agents/wire/channel.h"
 #include "agents/wire/messages.h"
 #include "agents/zygote/zygote.h"
+#include "core/base/unique_fd.h"
 
 namespace zygo::agents::node {
 namespace {
@@ -31,7 +36,7 @@ namespace {
 constexpr int kStartupFailed = 125;
 constexpr char kUsage[] =
     "usage: zygo-agent-node [--fd N] [--code-dir DIR] (--entry FILE:FUNCTION | --pool) "
-    "[--node PATH]";
+    "[--node PATH] [--snapshot auto|on|off]";
 // Room left in a Done frame's payload for the result after its other fields.
 constexpr size_t kMaxResultSize = wire::kMaxPayloadSize - 64;
 
@@ -41,6 +46,7 @@ struct Flags {
   bool pool = false;
   std::string code_dir = "/code";
   std::string node;  // empty: the first node on PATH
+  std::string snapshot = "auto";
 };
 
 absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
@@ -65,6 +71,12 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
       flags.code_dir = value;
     } else if (arg == "--node") {
       flags.node = value;
+    } else if (arg == "--snapshot") {
+      if (value != "auto" && value != "on" && value != "off") {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--snapshot ", value, ": use auto, on or off"));
+      }
+      flags.snapshot = value;
     } else {
       return absl::InvalidArgumentError(absl::StrCat("unknown flag ", arg, "; ", kUsage));
     }
@@ -96,7 +108,7 @@ absl::StatusOr<std::string> FindNode(const std::string& given) {
 }
 
 // The handler loaded once in a worker of its own: its error, stack and all, fails the start.
-absl::Status CheckHandler(const WorkerCommand& function) {
+absl::StatusOr<WorkerTraits> CheckHandler(const WorkerCommand& function) {
   WorkerCommand check = function;
   check.mode = WorkerMode::kCheck;
   absl::StatusOr<Worker> worker = Worker::Start(check);
@@ -109,10 +121,45 @@ absl::Status CheckHandler(const WorkerCommand& function) {
                      function.entry.empty() ? "anything" : function.entry,
                      exit.signalled ? " (signal " : " (exit status ", exit.code, ")"));
   }
-  if (!ready->has_value()) return absl::OkStatus();
+  if (!ready->has_value()) return worker->traits();
   const WorkerError& error = **ready;
   return absl::FailedPreconditionError(absl::StrCat(
       "cannot load ", function.entry, ": ", error.type, ": ", error.message, "\n", error.stack));
+}
+
+// Builds worker.js's snapshot where it pays (`policy` auto: Node has no snapshot of its
+// own) or where asked (on), for a CommonJS handler or a pool, and checks that a worker
+// starts from it; then points `command` at it. Auto falls back to --eval with one line on
+// stderr; on fails the start. An invalid fd: no snapshot.
+absl::StatusOr<base::UniqueFd> UseSnapshot(const std::string& policy, const WorkerTraits& traits,
+                                           WorkerCommand& command) {
+  const bool forced = policy == "on";
+  if (policy == "off" || (!forced && traits.builtin_snapshot)) return base::UniqueFd();
+  if (traits.esm) {
+    // A worker from a snapshot cannot import() the handler.
+    if (forced) std::fprintf(stderr, "zygo-agent-node: no snapshot for an ES module handler\n");
+    return base::UniqueFd();
+  }
+  const char* tmp = ::getenv("TMPDIR");
+  absl::StatusOr<base::UniqueFd> blob =
+      BuildWorkerSnapshot(command.node, tmp != nullptr && *tmp != '\0' ? tmp : "/tmp");
+  absl::Status usable = blob.status();
+  if (blob.ok()) {
+    WorkerCommand trial = command;
+    trial.snapshot_fd = blob->get();
+    absl::StatusOr<WorkerTraits> started = CheckHandler(trial);
+    usable = started.status();
+  }
+  if (!usable.ok()) {
+    if (forced) return usable;
+    std::fprintf(stderr, "zygo-agent-node: workers start without a snapshot: %s\n",
+                 std::string(usable.message()).c_str());
+    return base::UniqueFd();
+  }
+  command.snapshot_fd = blob->get();
+  std::fprintf(stderr, "zygo-agent-node: workers start from a snapshot of their code (%s)\n",
+               forced ? "--snapshot on" : "this node has no startup snapshot of its own");
+  return blob;
 }
 
 // Everything up to and including Hello; the zygote loop then owns the process.
@@ -122,7 +169,11 @@ absl::Status Serve(const Flags& flags) {
   if (!node.ok()) return node.status();
   WorkerCommand command{*node, flags.pool ? WorkerMode::kPool : WorkerMode::kFunction,
                         flags.code_dir, flags.entry, kMaxResultSize};
-  if (absl::Status checked = CheckHandler(command); !checked.ok()) return checked;
+  absl::StatusOr<WorkerTraits> traits = CheckHandler(command);
+  if (!traits.ok()) return traits.status();
+  // Alive as long as the zygote: every spare's worker starts from it.
+  absl::StatusOr<base::UniqueFd> snapshot = UseSnapshot(flags.snapshot, *traits, command);
+  if (!snapshot.ok()) return snapshot.status();
   // Listed once here; every spare stacks its own domain from these fds (isolation.h).
   NodeSpareRunner runner(command, isolation::PrepareLandlockBase());
   absl::StatusOr<wire::Frame> hello =

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agents/conformance/agent_process.h"
+#include "agents/wire/channel.h"
 #include "agents/wire/messages.h"
 #include "gtest/gtest.h"
 
@@ -111,6 +112,92 @@ TEST_F(NodeStartupTest, ANodeThatIsNotThereIsExit125) {
   ASSERT_TRUE(WIFEXITED(wstatus)) << wstatus;
   EXPECT_EQ(WEXITSTATUS(wstatus), 125);
   EXPECT_EQ(stderr_text, "zygo-agent-node: --node /nonexistent/node is not executable\n");
+}
+
+// The snapshot's choices and its wall: the answer of one request on a started agent.
+class NodeSnapshotTest : public ::testing::Test {
+ protected:
+  // Starts the agent on handler FILE (source `source`) with `args`; runs one request with
+  // `event` and returns the handler's result (or "<Failed TYPE: MESSAGE>").
+  std::string RunOnce(const std::string& file, const std::string& source,
+                      std::vector<std::string> args, const std::string& event) {
+    const char* tmp = std::getenv("TEST_TMPDIR");
+    dir_ = absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/node-snapshot-", ::getpid(), "-",
+                        ++instance_);
+    EXPECT_EQ(::mkdir(dir_.c_str(), 0755), 0);
+    std::ofstream(dir_ + "/" + file) << source;
+    AgentCommand command{"agents/node/zygo-agent-node",
+                         {"--fd", "3", "--entry", file + ":handle", "--code-dir", dir_},
+                         {},
+                         {"NODE_OPTIONS"}};
+    command.args.insert(command.args.end(), args.begin(), args.end());
+    absl::StatusOr<std::unique_ptr<AgentProcess>> agent =
+        AgentProcess::Start(command, dir_ + "/agent.stderr");
+    if (!agent.ok()) return agent.status().ToString();
+    agent_ = *std::move(agent);
+    if (!agent_->Next(wire::MessageType::kHello, 0).ok()) return "<no Hello> " + agent_->Stderr();
+    absl::StatusOr<conformance::Spare> spare = agent_->Spawn(conformance::NextSpareId());
+    if (!spare.ok()) return spare.status().ToString();
+    wire::RunMessage run{1, file + ":handle", event, 10000, wire::FdLayout::kNone, ""};
+    absl::StatusOr<wire::ReceivedFrame> reply = conformance::RunOn(*spare, run);
+    if (!reply.ok()) return reply.status().ToString();
+    if (absl::StatusOr<wire::DoneMessage> done = wire::DecodeDone(*reply); done.ok()) {
+      return done->result;
+    }
+    absl::StatusOr<wire::FailedMessage> failed = wire::DecodeFailed(*reply);
+    return failed.ok() ? absl::StrCat("<Failed ", failed->error_type, ": ", failed->message, ">")
+                       : "<neither Done nor Failed>";
+  }
+
+  void TearDown() override {
+    if (agent_ == nullptr) return;
+    agent_->HangUp();
+    EXPECT_TRUE(agent_->WaitExit(absl::Seconds(10)).ok());
+  }
+
+  std::string dir_;
+  std::unique_ptr<AgentProcess> agent_;
+  static inline int instance_ = 0;
+};
+
+// What the worker was started with, and an attempt to change the snapshot it started
+// from through its fd 4 (a later worker of the same function starts from it too).
+constexpr char kSnapshotProbe[] = R"js(const fs = require('fs');
+exports.handle = () => {
+  let write = 'no fd 4';
+  try {
+    fs.writeSync(fs.openSync('/proc/self/fd/4', 'r+'), 'x', 0);
+    write = 'written';
+  } catch (error) {
+    write = error.code;
+  }
+  return { snapshot: process.execArgv.includes('--snapshot-blob'), write };
+};
+)js";
+
+TEST_F(NodeSnapshotTest, AWorkerStartsFromASealedSnapshot) {
+  EXPECT_EQ(RunOnce("probe.js", kSnapshotProbe, {"--snapshot", "on"}, "null"),
+            R"({"snapshot":true,"write":"EPERM"})")
+      << agent_->Stderr();
+}
+
+// The control: --snapshot off starts the same handler with --eval (fd 4 is then one of
+// Node's own, whatever it is).
+TEST_F(NodeSnapshotTest, OffStartsWithEval) {
+  const std::string result = RunOnce("probe.js", kSnapshotProbe, {"--snapshot", "off"}, "null");
+  EXPECT_EQ(result.rfind(R"({"snapshot":false,)", 0), 0u) << result << agent_->Stderr();
+}
+
+// A snapshot cannot import() an ES module: an ES module handler's workers start with
+// --eval even when asked, and say why once.
+TEST_F(NodeSnapshotTest, AnEsModuleHandlerStartsWithout) {
+  EXPECT_EQ(
+      RunOnce("probe.mjs",
+              "export function handle() { return process.execArgv.includes('--snapshot-blob'); }\n",
+              {"--snapshot", "on"}, "null"),
+      "false");
+  EXPECT_NE(agent_->Stderr().find("no snapshot for an ES module handler"), std::string::npos)
+      << agent_->Stderr();
 }
 
 }  // namespace

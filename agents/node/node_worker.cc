@@ -8,7 +8,6 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +15,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "agents/node/child_fds.h"
 #include "agents/node/control_channel.h"
 #include "agents/node/worker_js.h"
 #include "core/base/errno_status.h"
@@ -30,6 +30,7 @@ using base::ErrnoStatus;
 using base::UniqueFd;
 
 constexpr int kControlFd = 3;
+constexpr int kSnapshotFd = 4;
 
 const char* ModeName(WorkerMode mode) {
   switch (mode) {
@@ -45,18 +46,17 @@ const char* ModeName(WorkerMode mode) {
 
 // In the forked child: the worker's fds and signals, then node. Only async-signal-safe
 // calls: the parent may have threads (it never has, but nothing here needs it not to).
-[[noreturn]] void ExecWorker(pid_t parent, int control, int out, int err, char* const argv[]) {
+[[noreturn]] void ExecWorker(pid_t parent, int control, int out, int err, int snapshot,
+                             char* const argv[]) {
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(127);
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
   const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (null < 0 || ::dup2(null, 0) < 0 || ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0 ||
-      ::dup2(control, kControlFd) < 0) {
-    ::_exit(127);
-  }
   // Nothing else of the agent's: not the supervisor's channel, not the zygote's fds.
-  ::syscall(SYS_close_range, kControlFd + 1, ~0U, 0);
+  const FdMove moves[] = {
+      {null, 0}, {out, 1}, {err, 2}, {control, kControlFd}, {snapshot, kSnapshotFd}};
+  if (null < 0 || !InstallChildFds(moves, snapshot >= 0 ? 5 : 4)) ::_exit(127);
   ::execve(argv[0], argv, environ);
   const char* reason = ::strerror(errno);
   (void)!::write(2, "zygo-agent-node: cannot start ", 30);
@@ -100,6 +100,13 @@ WorkerError ErrorFromJson(const nlohmann::json& described) {
   return error;
 }
 
+// A message's field that must be true, anything else false (the worker runs the
+// handler's code, so nothing it sends is trusted to have the right type).
+bool BoolField(const nlohmann::json& message, const char* key) {
+  auto found = message.find(key);
+  return found != message.end() && found->is_boolean() && found->get<bool>();
+}
+
 absl::StatusOr<nlohmann::json> ParseMessage(const std::string& bytes) {
   nlohmann::json message = nlohmann::json::parse(bytes, nullptr, /*allow_exceptions=*/false);
   if (!message.is_object())
@@ -121,9 +128,10 @@ absl::StatusOr<Worker> Worker::Start(const WorkerCommand& command) {
   if (::pipe2(err, O_CLOEXEC) != 0) return ErrnoStatus(errno, "pipe2(worker stderr)");
   UniqueFd err_read(err[0]), err_write(err[1]);
   const std::string max_result = std::to_string(command.max_result);
+  const bool snapshot = command.snapshot_fd >= 0;
   const char* argv[] = {command.node.c_str(),
-                        "--eval",
-                        kWorkerJs,
+                        snapshot ? "--snapshot-blob" : "--eval",
+                        snapshot ? "/proc/self/fd/4" : kWorkerJs,
                         ModeName(command.mode),
                         command.code_dir.c_str(),
                         command.entry.c_str(),
@@ -133,7 +141,7 @@ absl::StatusOr<Worker> Worker::Start(const WorkerCommand& command) {
   const pid_t pid = ::fork();
   if (pid < 0) return ErrnoStatus(errno, "fork(node worker)");
   if (pid == 0) {
-    ExecWorker(parent, theirs.get(), out_write.get(), err_write.get(),
+    ExecWorker(parent, theirs.get(), out_write.get(), err_write.get(), command.snapshot_fd,
                const_cast<char* const*>(argv));
   }
   for (const UniqueFd* fd : {&out_read, &err_read}) {
@@ -178,7 +186,11 @@ absl::StatusOr<std::optional<WorkerError>> Worker::ReceiveReadiness(int log_fd) 
   DrainPipes(log_fd, log_fd);
   absl::StatusOr<nlohmann::json> message = ParseMessage(*bytes);
   if (!message.ok()) return message.status();
-  if (message->contains("ready")) return std::nullopt;
+  if (message->contains("ready")) {
+    traits_.esm = BoolField(*message, "esm");
+    traits_.builtin_snapshot = BoolField(*message, "builtin_snapshot");
+    return std::nullopt;
+  }
   auto failed = message->find("load_failed");
   if (failed == message->end()) {
     return absl::DataLossError("the worker said neither ready nor why not");

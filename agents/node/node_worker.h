@@ -29,6 +29,15 @@ struct WorkerCommand {
   std::string code_dir;   // what the entry's FILE is relative to
   std::string entry;      // FILE:FUNCTION; empty for a pool
   size_t max_result = 0;  // the most bytes of JSON a result may take
+  // A startup snapshot of worker.js (node_snapshot.h) the worker starts from, as fd 4;
+  // -1: it runs worker.js with --eval.
+  int snapshot_fd = -1;
+};
+
+// What a worker said of itself once it had loaded the handler.
+struct WorkerTraits {
+  bool esm = false;               // the handler is an ES module (loaded with import())
+  bool builtin_snapshot = false;  // this Node starts from a startup snapshot of its own
 };
 
 // An error as the worker described it: the thrown value's class, message and stack.
@@ -59,6 +68,8 @@ class Worker {
   static absl::StatusOr<Worker> Start(const WorkerCommand& command);
 
   pid_t pid() const { return pid_; }
+  // Once AwaitReady said ready.
+  const WorkerTraits& traits() const { return traits_; }
 
   // Waits until the worker has loaded its handler: nullopt when ready, else the load's
   // error. What it printed meanwhile (its imports') goes to `log_fd`, not to a request.
@@ -88,6 +99,7 @@ class Worker {
 
   pid_t pid_ = -1;
   std::optional<absl::StatusOr<std::optional<WorkerError>>> readiness_;
+  WorkerTraits traits_;
   base::UniqueFd control_;
   base::UniqueFd out_;  // read ends, non-blocking; invalid once at EOF
   base::UniqueFd err_;

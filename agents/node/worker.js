@@ -2,14 +2,16 @@
 // it loads the handler, says it is ready on fd 3, runs exactly one request and exits, so
 // every request starts from a fresh process. fd 3 is a stream socket to the agent; each
 // message is a 4-byte little-endian length and that many bytes. stdout and stderr are
-// pipes the agent relays. Started as `node --eval <this> MODE CODE_DIR ENTRY MAX_RESULT`.
+// pipes the agent relays. Started as `node --eval <this> MODE CODE_DIR ENTRY MAX_RESULT`,
+// or, where Node ships no startup snapshot of its own, built once into one (`node
+// --build-snapshot`) and started as `node --snapshot-blob BLOB MODE CODE_DIR ...`.
 'use strict';
 const fs = require('fs');
 const path = require('path');
 const url = require('url');
-const vm = require('vm');
-const { builtinModules, createRequire } = require('module');
-const requireHandler = require;
+const v8 = require('v8');
+// Required when the worker starts: a snapshot does not carry these two over intact.
+let vm, createRequire, builtinModules;
 
 // --eval puts its script's CommonJS names on the global object, and every built-in module
 // as a lazy getter (Node's setReal setter marks those, not process or crypto), some of them
@@ -28,8 +30,8 @@ function removeEvalGlobals() {
 }
 
 const CONTROL = 3;
-const [mode, codeDir, entry, maxResultText] = process.argv.splice(1, 4);
-const maxResult = Number(maxResultText);
+// From the command line, read when the worker starts (not when a snapshot is built).
+let mode, codeDir, entry, maxResult;
 
 function writeAll(buffer) {
   for (let offset = 0; offset < buffer.length;) {
@@ -83,14 +85,23 @@ function fail(error) {
   process.exit(1);
 }
 
+// Whether the handler is an ES module: a worker started from a snapshot cannot import()
+// one (Node's loader is not in a user snapshot), so the agent uses the snapshot only for
+// CommonJS handlers and pools.
+let esm = false;
+function importModule(full) {
+  esm = true;
+  return import(url.pathToFileURL(full).href);
+}
+
 async function loadModule(file) {
   const full = path.resolve(codeDir, file);
-  if (file.endsWith('.mjs')) return import(url.pathToFileURL(full).href);
+  if (file.endsWith('.mjs')) return importModule(full);
   try {
-    return requireHandler(full);
+    return createRequire(full)(full);
   } catch (error) {
     // A .js file of a package with "type": "module".
-    if (error && error.code === 'ERR_REQUIRE_ESM') return import(url.pathToFileURL(full).href);
+    if (error && error.code === 'ERR_REQUIRE_ESM') return importModule(full);
     throw error;
   }
 }
@@ -125,6 +136,19 @@ function compileScript(code, digest) {
 }
 
 async function serve() {
+  // Node 18 warns that these two are not verified in user snapshots, on every start from
+  // one; they work for what the worker does with them (its tests run both ways), and the
+  // warning would fill the function's log.
+  const emitWarning = process.emitWarning;
+  process.emitWarning = (warning, ...rest) => {
+    if (!String(warning).includes('snapshot')) emitWarning.call(process, warning, ...rest);
+  };
+  vm = require('vm');
+  ({ builtinModules, createRequire } = require('module'));
+  process.emitWarning = emitWarning;
+  let maxResultText;
+  [mode, codeDir, entry, maxResultText] = process.argv.splice(1, 4);
+  maxResult = Number(maxResultText);
   await new Promise(setImmediate);  // past what --eval does after this script's body
   removeEvalGlobals();
   let handler = null;
@@ -134,7 +158,9 @@ async function serve() {
     sendJson({ load_failed: describe(error) });
     process.exit(1);
   }
-  sendJson({ ready: true });
+  // Whether this Node starts from a snapshot of its own (the agent then never builds one).
+  sendJson({ ready: true, esm,
+             builtin_snapshot: Boolean(process.config.variables.node_use_node_snapshot) });
   if (mode === 'check') process.exit(0);
 
   const request = JSON.parse(receive().toString('utf8'));
@@ -170,4 +196,13 @@ async function serve() {
   }
 }
 
-serve();
+// The modules most handlers use, loaded once into a snapshot (http cannot be: V8 cannot
+// serialise its parser).
+const SNAPSHOT_MODULES = ['crypto', 'events', 'os', 'util'];
+
+if (v8.startupSnapshot && v8.startupSnapshot.isBuildingSnapshot()) {
+  for (const name of SNAPSHOT_MODULES) require(name);
+  v8.startupSnapshot.setDeserializeMainFunction(serve);
+} else {
+  serve();
+}

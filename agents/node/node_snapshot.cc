@@ -1,0 +1,118 @@
+// Building worker.js's startup snapshot into a sealed memfd.
+#include "agents/node/node_snapshot.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "agents/node/child_fds.h"
+#include "agents/node/worker_js.h"
+#include "core/base/errno_status.h"
+
+extern char** environ;
+
+namespace zygo::agents::node {
+namespace {
+
+using base::ErrnoStatus;
+using base::UniqueFd;
+
+constexpr int kBlobFd = 4;
+constexpr size_t kMaxBuilderOutput = 2000;
+
+absl::Status WriteWhole(int fd, const char* data, size_t size) {
+  while (size > 0) {
+    const ssize_t wrote = ::write(fd, data, size);
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote <= 0) return ErrnoStatus(errno, "write(worker.js)");
+    data += wrote;
+    size -= static_cast<size_t>(wrote);
+  }
+  return absl::OkStatus();
+}
+
+// Runs `node --snapshot-blob /proc/self/fd/4 --build-snapshot ENTRY` with the blob at fd
+// 4 and its stdout and stderr into `output`; its wait status.
+absl::StatusOr<int> RunBuilder(const std::string& node, const std::string& entry, int blob,
+                               int output) {
+  const char* argv[] = {node.c_str(),       "--snapshot-blob", "/proc/self/fd/4",
+                        "--build-snapshot", entry.c_str(),     nullptr};
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) return ErrnoStatus(errno, "fork(node --build-snapshot)");
+  if (pid == 0) {
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(127);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    // Fd 3 is nothing: /dev/null again, so the blob's number is the one the path names.
+    const FdMove moves[] = {{null, 0}, {output, 1}, {output, 2}, {null, 3}, {blob, kBlobFd}};
+    if (null < 0 || !InstallChildFds(moves, 5)) ::_exit(127);
+    ::execve(argv[0], const_cast<char* const*>(argv), environ);
+    ::_exit(127);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return ErrnoStatus(errno, "waitpid(node --build-snapshot)");
+  }
+  return status;
+}
+
+std::string TailOf(int fd) {
+  std::string text;
+  char buffer[4096];
+  ::lseek(fd, 0, SEEK_SET);
+  for (ssize_t got; (got = ::read(fd, buffer, sizeof(buffer))) > 0;) text.append(buffer, got);
+  if (text.size() > kMaxBuilderOutput) text = text.substr(text.size() - kMaxBuilderOutput);
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
+}
+
+}  // namespace
+
+absl::StatusOr<UniqueFd> BuildWorkerSnapshot(const std::string& node, const std::string& tmp_dir) {
+  std::string entry = absl::StrCat(tmp_dir, "/zygo-node-worker-XXXXXX.js");
+  UniqueFd source(::mkostemps(entry.data(), 3, O_CLOEXEC));
+  if (!source.valid()) return ErrnoStatus(errno, absl::StrCat("mkstemps(", entry, ")"));
+  absl::Status written = WriteWhole(source.get(), kWorkerJs, ::strlen(kWorkerJs));
+  source.Reset();
+  UniqueFd blob(::memfd_create("zygo-node-snapshot", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  UniqueFd output(::memfd_create("zygo-node-snapshot-log", MFD_CLOEXEC));
+  absl::StatusOr<int> status =
+      !written.ok()     ? absl::StatusOr<int>(written)
+      : !blob.valid()   ? absl::StatusOr<int>(ErrnoStatus(errno, "memfd_create(snapshot)"))
+      : !output.valid() ? absl::StatusOr<int>(ErrnoStatus(errno, "memfd_create(log)"))
+                        : RunBuilder(node, entry, blob.get(), output.get());
+  ::unlink(entry.c_str());
+  if (!status.ok()) return status.status();
+  if (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(node, " --build-snapshot ",
+                     WIFEXITED(*status) ? absl::StrCat("exited ", WEXITSTATUS(*status))
+                                        : absl::StrCat("was killed by signal ", WTERMSIG(*status)),
+                     ": ", TailOf(output.get())));
+  }
+  struct stat st;
+  if (::fstat(blob.get(), &st) != 0 || st.st_size == 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(node, " --build-snapshot wrote no snapshot: ", TailOf(output.get())));
+  }
+  if (::fcntl(blob.get(), F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) !=
+      0) {
+    return ErrnoStatus(errno, "fcntl(snapshot, F_ADD_SEALS)");
+  }
+  return blob;
+}
+
+}  // namespace zygo::agents::node
