@@ -205,8 +205,13 @@ class InFlight {
 void StartPools(mcp::PoolKeeper* pools) {
   for (Language language : {Language::kPython, Language::kJavaScript}) {
     const std::string& name = pools->Name(language);
-    absl::Status status = pools->Ensure(language);
-    if (status.ok()) status = pools->WaitWarm(language, absl::Seconds(60));
+    absl::Status status;
+    try {
+      status = pools->Ensure(language);
+      if (status.ok()) status = pools->WaitWarm(language, absl::Seconds(60));
+    } catch (const std::exception& error) {  // a reply of the supervisor's it cannot read
+      status = absl::InternalError(error.what());
+    }
     if (status.ok()) {
       fprintf(stderr, "zygo mcp: pool %s is warm\n", name.c_str());
     } else {

@@ -1,6 +1,8 @@
 // JSON-RPC framing, version negotiation and the method table of `zygo mcp`.
 #include "cli/mcp_session.h"
 
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -101,18 +103,20 @@ Step McpSession::HandleLine(absl::string_view line) {
   json message = json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
   if (message.is_discarded()) {
     step.reply = ErrorLine(nullptr, kParseError, "Parse error: the line is not JSON");
-    return step;
-  }
-  if (message.is_array()) {
+  } else if (message.is_array()) {
     step.reply = ErrorLine(nullptr, kInvalidRequest,
                            "Invalid Request: JSON-RPC batches are not supported (MCP 2025-06-18 "
                            "removed them); send one message per line");
-    return step;
-  }
-  if (!message.is_object()) {
+  } else if (!message.is_object()) {
     step.reply = ErrorLine(nullptr, kInvalidRequest, "Invalid Request: not a JSON-RPC object");
-    return step;
+  } else {
+    return HandleMessage(message);
   }
+  return step;
+}
+
+Step McpSession::HandleMessage(const json& message) {
+  Step step;
   auto id = message.find("id");
   bool has_id = id != message.end();
   bool id_ok = has_id && (id->is_string() || id->is_number_integer());
@@ -142,21 +146,29 @@ Step McpSession::HandleLine(absl::string_view line) {
     }
     request.params = *params;
   }
-  request.version = legacy_version_.empty() ? kNewestLegacy : legacy_version_;
-  if (auto meta = request.params.find("_meta");
-      meta != request.params.end() && meta->is_object() && meta->contains(kMetaVersion)) {
-    const json& asked = (*meta)[kMetaVersion];
-    if (asked != kModernVersion) {
-      json supported = json::array({kModernVersion});
-      for (const std::string& legacy : LegacyVersions()) supported.push_back(legacy);
-      step.reply = ErrorLine(reply_id, kUnsupportedProtocolVersion, "Unsupported protocol version",
-                             {{"supported", supported}, {"requested", asked}});
-      return step;
-    }
-    request.modern = true;
-    request.version = kModernVersion;
+  if (std::optional<std::string> refused = SetVersion(request); refused) {
+    step.reply = std::move(refused);
+    return step;
   }
   return Dispatch(request);
+}
+
+std::optional<std::string> McpSession::SetVersion(Request& request) const {
+  request.version = legacy_version_.empty() ? kNewestLegacy : legacy_version_;
+  auto meta = request.params.find("_meta");
+  if (meta == request.params.end() || !meta->is_object() || !meta->contains(kMetaVersion)) {
+    return std::nullopt;
+  }
+  const json& asked = meta->at(kMetaVersion);
+  if (asked != kModernVersion) {
+    json supported = json::array({kModernVersion});
+    for (const std::string& legacy : LegacyVersions()) supported.push_back(legacy);
+    return ErrorLine(request.id, kUnsupportedProtocolVersion, "Unsupported protocol version",
+                     {{"supported", supported}, {"requested", asked}});
+  }
+  request.modern = true;
+  request.version = kModernVersion;
+  return std::nullopt;
 }
 
 Step McpSession::Dispatch(const Request& request) {
@@ -215,6 +227,46 @@ json McpSession::Discover() const {
           {"cacheScope", "private"}};
 }
 
+namespace {
+
+// One tools/call as its thread needs it: copies, since the session reads on meanwhile.
+struct ToolCall {
+  json id;
+  std::string tool;
+  json arguments;
+  bool arguments_as_tool_errors = false;
+  bool structured = false;
+  bool modern = false;
+  json server_info;
+};
+
+std::string RunToolCall(McpTools& tools, const ToolCall& call) {
+  ToolResult called = tools.Call(call.tool, call.arguments);
+  if (called.kind == ToolResult::Kind::kUnknownTool) {
+    return ErrorLine(call.id, kInvalidParams, absl::StrCat("Unknown tool: ", call.tool));
+  }
+  if (called.kind == ToolResult::Kind::kBadArguments) {
+    std::string message = absl::StrCat("Invalid arguments for ", call.tool, ": ", called.message);
+    if (!call.arguments_as_tool_errors) return ErrorLine(call.id, kInvalidParams, message);
+    called.structured = nullptr;
+    called.text = message;
+    called.is_error = true;
+  }
+  json result = {{"isError", called.is_error}};
+  std::string text = called.text.empty() ? DumpLine(called.structured) : called.text;
+  result["content"] = json::array({{{"type", "text"}, {"text", text}}});
+  if (call.structured && !called.structured.is_null()) {
+    result["structuredContent"] = std::move(called.structured);
+  }
+  if (call.modern) {
+    result["resultType"] = "complete";
+    result["_meta"][kMetaServerInfo] = call.server_info;
+  }
+  return ResultLine(call.id, std::move(result));
+}
+
+}  // namespace
+
 Step McpSession::ToolsCall(const Request& request) {
   Step step;
   auto name = request.params.find("name");
@@ -223,47 +275,24 @@ Step McpSession::ToolsCall(const Request& request) {
                            "Invalid params: tools/call needs a string \"name\"");
     return step;
   }
-  json arguments = json::object();
+  ToolCall call;
+  call.id = request.id;
+  call.tool = name->get<std::string>();
+  call.arguments = json::object();
   if (auto given = request.params.find("arguments"); given != request.params.end()) {
     if (!given->is_object() && !given->is_null()) {
       step.reply = ErrorLine(request.id, kInvalidParams,
                              "Invalid params: \"arguments\" must be an object");
       return step;
     }
-    if (given->is_object()) arguments = *given;
+    if (given->is_object()) call.arguments = *given;
   }
-  const bool arguments_as_tool_errors = request.version >= kArgumentsAsToolErrors;
-  const bool structured = request.version >= kStructuredSince;
-  const bool modern = request.modern;
+  call.arguments_as_tool_errors = request.version >= kArgumentsAsToolErrors;
+  call.structured = request.version >= kStructuredSince;
+  call.modern = request.modern;
+  call.server_info = {{"name", info_.name}, {"version", info_.version}};
   McpTools* tools = &tools_;
-  json id = request.id;
-  std::string tool = name->get<std::string>();
-  ServerInfo info = info_;
-  step.deferred = DeferredCall{
-      id, [=]() -> std::string {
-        ToolResult called = tools->Call(tool, arguments);
-        if (called.kind == ToolResult::Kind::kUnknownTool) {
-          return ErrorLine(id, kInvalidParams, absl::StrCat("Unknown tool: ", tool));
-        }
-        if (called.kind == ToolResult::Kind::kBadArguments) {
-          std::string message = absl::StrCat("Invalid arguments for ", tool, ": ", called.message);
-          if (!arguments_as_tool_errors) return ErrorLine(id, kInvalidParams, message);
-          called.structured = nullptr;
-          called.text = message;
-          called.is_error = true;
-        }
-        json result = {{"isError", called.is_error}};
-        std::string text = called.text.empty() ? DumpLine(called.structured) : called.text;
-        result["content"] = json::array({{{"type", "text"}, {"text", text}}});
-        if (structured && !called.structured.is_null()) {
-          result["structuredContent"] = called.structured;
-        }
-        if (modern) {
-          result["resultType"] = "complete";
-          result["_meta"][kMetaServerInfo] = {{"name", info.name}, {"version", info.version}};
-        }
-        return ResultLine(id, std::move(result));
-      }};
+  step.deferred = DeferredCall{request.id, [tools, call]() { return RunToolCall(*tools, call); }};
   return step;
 }
 

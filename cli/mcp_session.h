@@ -88,6 +88,10 @@ class McpSession {
 
  private:
   struct Request;
+  Step HandleMessage(const nlohmann::json& message);
+  // Sets the revision `request` is served under; the error reply when it names one this
+  // server does not speak.
+  std::optional<std::string> SetVersion(Request& request) const;
   Step Dispatch(const Request& request);
   nlohmann::json Initialize(const nlohmann::json& params);
   nlohmann::json Discover() const;

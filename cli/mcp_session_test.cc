@@ -1,7 +1,9 @@
 // The MCP session against a fake set of tools: framing, errors, version negotiation.
 #include "cli/mcp_session.h"
 
+#include <random>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -170,6 +172,46 @@ TEST_F(McpSessionTest, AnUnknownModernVersionIsUnsupportedProtocolVersion) {
   EXPECT_EQ(reply["error"]["code"], kUnsupportedProtocolVersion);
   EXPECT_EQ(reply["error"]["data"]["requested"], "2099-01-01");
   EXPECT_EQ(reply["error"]["data"]["supported"][0], "2026-07-28");
+}
+
+// Valid messages with bytes flipped, dropped and added: whatever comes of them, the session
+// neither throws nor answers with anything but one line of JSON.
+TEST_F(McpSessionTest, MangledMessagesGetJsonRepliesAndNeverThrow) {
+  const std::vector<std::string> seeds = {
+      R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}})",
+      R"({"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"echo","arguments":{"a":[1,{"b":null}]}}})",
+      R"({"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}})",
+      R"({"jsonrpc":"2.0","id":3,"method":"ping"})",
+  };
+  const std::string alphabet = std::string("{}[]\",:0123456789aeu\\ -.") + '\0' + "\xff\xc3";
+  std::mt19937 random(21);
+  for (int i = 0; i < 20000; ++i) {
+    std::string line = seeds[i % seeds.size()];
+    for (int edit = 1 + random() % 4; edit > 0; --edit) {
+      size_t at = random() % (line.size() + 1);
+      char c = alphabet[random() % alphabet.size()];
+      int kind = random() % 3;
+      if (kind == 0 && at < line.size()) {
+        line[at] = c;
+      } else if (kind == 1 && at < line.size()) {
+        line.erase(at, 1);
+      } else {
+        line.insert(at, 1, c);
+      }
+    }
+    Step step;
+    ASSERT_NO_THROW(step = session_.HandleLine(line)) << line;
+    std::string reply;
+    if (step.reply) reply = *step.reply;
+    if (step.deferred) {
+      ASSERT_NO_THROW(reply = step.deferred->run()) << line;
+    }
+    if (!reply.empty()) {
+      ASSERT_NO_THROW(json::parse(reply)) << line;
+      ASSERT_EQ(reply.find('\n'), std::string::npos) << line;
+    }
+  }
+  EXPECT_EQ(Reply(R"({"jsonrpc":"2.0","id":9,"method":"ping"})")["result"], json::object());
 }
 
 }  // namespace

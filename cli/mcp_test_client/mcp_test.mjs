@@ -159,8 +159,8 @@ test('bad arguments are a tool error, an unknown tool a JSON-RPC error', async (
 
 // Sends each line to a fresh `zygo mcp` and returns the replies with an id, by id, once
 // stdin is closed and the server has exited.
-async function rawSession(lines) {
-  const server = spawn(zygo, serverArgs, { stdio: ['pipe', 'pipe', 'inherit'] });
+async function rawSession(lines, args = serverArgs) {
+  const server = spawn(zygo, args, { stdio: ['pipe', 'pipe', 'inherit'] });
   const replies = [];
   const reader = createInterface({ input: server.stdout });
   reader.on('line', (line) => replies.push(JSON.parse(line)));
@@ -222,4 +222,20 @@ test('raw lines: the 2026-07-28 revision, without initialize', async () => {
   assert.equal(byId.get(3).result.resultType, 'complete');
   assert.equal(byId.get(3).result.structuredContent.result, 2);
   assert.equal(byId.get(4).error.code, -32022);
+});
+
+test('raw lines: without a supervisor a call is a tool error saying so', async () => {
+  const args = ['mcp', '--socket', `${socket}.none`, '--code-dir', codeDir];
+  const { code, replies } = await rawSession([
+    '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_python","arguments":{"code":"1"}}}',
+    '{"jsonrpc":"2.0","id":2,"method":"ping"}',
+  ], args);
+  assert.equal(code, 0);
+  const byId = new Map(replies.map((r) => [r.id, r]));
+  const out = byId.get(1).result;
+  assert.equal(out.isError, true);
+  assert.equal(out.structuredContent.status, 'not_run');
+  assert.equal(out.structuredContent.error.type, 'unavailable');
+  assert.match(out.structuredContent.error.message, /cannot reach the supervisor/);
+  assert.deepEqual(byId.get(2).result, {});
 });
