@@ -87,6 +87,21 @@ absl::Status BadFlag(const std::string& message) {
   return absl::InvalidArgumentError(absl::StrCat(message, " (see zygo mcp --help)"));
 }
 
+// What no single flag can check; fills in the code directory's default, made absolute.
+absl::Status CheckFlags(Flags& flags) {
+  if (!flags.pools.allow.empty() && flags.pools.net_mode != "egress") {
+    return BadFlag("--allow needs --net egress");
+  }
+  if (flags.pools.net_mode == "egress" && flags.pools.allow.empty()) {
+    return BadFlag("--net egress needs at least one --allow HOST:PORT");
+  }
+  if (!flags.code_dir_given) flags.pools.code_dir = mcp::DefaultCodeDir();
+  std::error_code error;
+  std::filesystem::path absolute = std::filesystem::absolute(flags.pools.code_dir, error);
+  if (!error) flags.pools.code_dir = absolute.lexically_normal().string();
+  return absl::OkStatus();
+}
+
 // Returns the flags, or an error; sets *help for -h.
 absl::StatusOr<Flags> ParseFlags(int argc, char** argv, bool* help) {
   Flags flags;
@@ -139,16 +154,7 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv, bool* help) {
       return BadFlag(absl::StrCat("unknown flag ", arg));
     }
   }
-  if (!flags.pools.allow.empty() && flags.pools.net_mode != "egress") {
-    return BadFlag("--allow needs --net egress");
-  }
-  if (flags.pools.net_mode == "egress" && flags.pools.allow.empty()) {
-    return BadFlag("--net egress needs at least one --allow HOST:PORT");
-  }
-  if (!flags.code_dir_given) flags.pools.code_dir = mcp::DefaultCodeDir();
-  std::error_code error;
-  std::filesystem::path absolute = std::filesystem::absolute(flags.pools.code_dir, error);
-  if (!error) flags.pools.code_dir = absolute.lexically_normal().string();
+  if (absl::Status checked = CheckFlags(flags); !checked.ok()) return checked;
   return flags;
 }
 
