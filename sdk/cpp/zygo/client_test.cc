@@ -6,8 +6,11 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "testing/harness.h"
 #include "testing/supervisor_process.h"
@@ -23,6 +26,8 @@ def main(event):
         raise KeyError("no such thing")
     if event == "sleep":
         time.sleep(30)
+    if event == "hold":
+        time.sleep(1)
     if event == "hog":
         blob = b"x" * (512 << 20)
         return len(blob)
@@ -32,9 +37,14 @@ def main(event):
 
 class ClientTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { StartSupervisor({}); }
+
+  void StartSupervisor(std::vector<std::string> args) {
+    client_.reset();
+    supervisor_.reset();
     testing::SupervisorProcess::Options options;
     options.binary = testing::Runfile("supervisor/supervisor");
+    options.args = std::move(args);
     absl::StatusOr<std::unique_ptr<testing::SupervisorProcess>> started =
         testing::SupervisorProcess::Start(options);
     ASSERT_TRUE(started.ok()) << started.status();
@@ -132,6 +142,36 @@ TEST_F(ClientTest, ErrorsAreTyped) {
   Client nobody(supervisor_->dir() + "/nobody.sock");
   absl::Status health = nobody.Health();
   EXPECT_TRUE(absl::IsUnavailable(health)) << health;
+}
+
+// One request runs and one waits; the others find the queue full (HTTP 429).
+TEST_F(ClientTest, AFullQueueIsResourceExhausted) {
+  ASSERT_NO_FATAL_FAILURE(StartSupervisor({"--workers", "1", "--max-queued", "1"}));
+  ASSERT_TRUE(UpSpec("name = \"slow\"\nentry = \"handler.py:main\"\n").ok())
+      << supervisor_->LogTail();
+  // The control: alone, a request is served.
+  absl::StatusOr<Result> alone = client_->Exec("slow", R"("hi")");
+  ASSERT_TRUE(alone.ok() && alone->ok) << alone.status();
+  constexpr int kCalls = 4;
+  std::vector<absl::Status> statuses(kCalls);
+  std::vector<std::thread> callers;
+  for (int i = 0; i < kCalls; ++i) {
+    callers.emplace_back([&, i] {
+      Client own(supervisor_->http_socket());  // one connection per thread
+      absl::StatusOr<Result> result = own.Exec("slow", R"("hold")");
+      statuses[i] = result.status();
+    });
+    absl::SleepFor(absl::Milliseconds(100));  // the first is running before the rest come
+  }
+  for (std::thread& caller : callers) caller.join();
+  int served = 0, refused = 0;
+  for (const absl::Status& status : statuses) {
+    if (status.ok()) ++served;
+    if (absl::IsResourceExhausted(status)) ++refused;
+  }
+  EXPECT_GE(served, 1);
+  EXPECT_GE(refused, 1) << "no call found the queue full";
+  EXPECT_EQ(served + refused, kCalls);
 }
 
 }  // namespace
