@@ -326,7 +326,10 @@ int McpCommand(int argc, char** argv) {
   }
   // Never freed: the start-up thread may still use it when the process ends.
   auto* pools = new mcp::PoolKeeper(socket, flags->pools);
-  mcp::SupervisorTools tools(socket, *pools);
+  const mcp::PoolOptions& options = flags->pools;
+  mcp::SupervisorTools tools(
+      socket, *pools,
+      options.net_mode != "none" || !options.python_pool.empty() || !options.node_pool.empty());
   mcp::ServerInfo info;
   info.version = "0.1.0";
   info.instructions =

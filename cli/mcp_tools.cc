@@ -90,14 +90,25 @@ json ExecOutputSchema() {
       {"required", {"ok", "status", "stdout", "stderr"}}};
 }
 
+// `annotations`: the hints of 2025-03-26 on (MCP's ToolAnnotations), given with the
+// output schema, from 2025-06-18 on.
 json Tool(const char* name, const char* title, const char* description, json input,
-          json output, bool with_output_schema) {
+          json output, json annotations, bool with_output_schema) {
   json tool = {{"name", name}, {"description", description}, {"inputSchema", std::move(input)}};
   if (with_output_schema) {
     tool["title"] = title;
     tool["outputSchema"] = std::move(output);
+    tool["annotations"] = std::move(annotations);
   }
   return tool;
+}
+
+// A call changes nothing outside its own sandbox, and repeats give new processes.
+json RunAnnotations(bool open_world) {
+  return {{"readOnlyHint", false},
+          {"destructiveHint", false},
+          {"idempotentHint", false},
+          {"openWorldHint", open_world}};
 }
 
 // The arguments' keys must be among `allowed`, and each of `required` present.
@@ -167,8 +178,9 @@ ToolResult NotRunToolResult(const absl::Status& status) {
   return tool;
 }
 
-SupervisorTools::SupervisorTools(std::string socket_path, PoolKeeper& pools)
-    : socket_path_(std::move(socket_path)), pools_(pools) {}
+SupervisorTools::SupervisorTools(std::string socket_path, PoolKeeper& pools,
+                                 bool pools_networked)
+    : socket_path_(std::move(socket_path)), pools_(pools), pools_networked_(pools_networked) {}
 
 json SupervisorTools::List(bool with_output_schema) const {
   json call_input = {
@@ -188,15 +200,18 @@ json SupervisorTools::List(bool with_output_schema) const {
       {"properties", {{"functions", {{"type", "array"}, {"items", {{"type", "object"}}}}}}},
       {"required", {"functions"}}};
   json empty_input = {{"type", "object"}, {"additionalProperties", false}};
+  json list_annotations = {{"readOnlyHint", true}, {"openWorldHint", false}};
+  // call_function's openWorldHint is true: a registered function's network is its spec's.
   return json::array(
       {Tool("run_python", "Run Python", kRunPythonDescription, RunInputSchema("Python"),
-            ExecOutputSchema(), with_output_schema),
+            ExecOutputSchema(), RunAnnotations(pools_networked_), with_output_schema),
        Tool("run_javascript", "Run JavaScript", kRunJavaScriptDescription,
-            RunInputSchema("JavaScript (Node.js)"), ExecOutputSchema(), with_output_schema),
+            RunInputSchema("JavaScript (Node.js)"), ExecOutputSchema(),
+            RunAnnotations(pools_networked_), with_output_schema),
        Tool("call_function", "Call a registered function", kCallFunctionDescription,
-            call_input, ExecOutputSchema(), with_output_schema),
+            call_input, ExecOutputSchema(), RunAnnotations(true), with_output_schema),
        Tool("list_functions", "List registered functions", kListFunctionsDescription,
-            empty_input, list_output, with_output_schema)});
+            empty_input, list_output, list_annotations, with_output_schema)});
 }
 
 ToolResult SupervisorTools::Call(const std::string& name, const json& arguments) {

@@ -15,8 +15,9 @@ namespace zygo::cli::mcp {
 
 class SupervisorTools : public McpTools {
  public:
-  // `pools` must outlive this.
-  SupervisorTools(std::string socket_path, PoolKeeper& pools);
+  // `pools` must outlive this. `pools_networked`: the pools may reach more than loopback
+  // (--net, or pools the operator named, whose network zygo mcp does not know).
+  SupervisorTools(std::string socket_path, PoolKeeper& pools, bool pools_networked);
 
   nlohmann::json List(bool with_output_schema) const override;
   ToolResult Call(const std::string& name, const nlohmann::json& arguments) override;
@@ -28,6 +29,7 @@ class SupervisorTools : public McpTools {
 
   const std::string socket_path_;
   PoolKeeper& pools_;
+  const bool pools_networked_;
 };
 
 // The structured result of one exec reply of the API ({ok, result, error, stdout, ...}):

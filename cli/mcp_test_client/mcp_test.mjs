@@ -29,6 +29,8 @@ test('the SDK client connects and lists the four tools', async () => {
   }
   const python = tools.find((tool) => tool.name === 'run_python');
   assert.deepEqual(python.inputSchema.required, ['code']);
+  // No network here: the pools reach loopback alone.
+  assert.equal(python.annotations.openWorldHint, false);
 });
 
 test('run_python: plain code gives what it printed and its last expression', async () => {
