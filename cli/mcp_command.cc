@@ -228,15 +228,16 @@ void StartPools(mcp::PoolKeeper* pools) {
 }
 
 // Runs a tools/call on a thread of its own; a call past --max-calls is answered at once.
-void Launch(mcp::DeferredCall call, const mcp::McpSession& session, Output& output,
+void Launch(mcp::DeferredCall call, mcp::McpSession& session, Output& output,
             InFlight& in_flight, int max_calls) {
   if (!in_flight.TryAdd()) {
+    session.Finish(call.id);
     output.Write(session.BusyReply(
         call.id, absl::StrCat("Server busy: ", max_calls,
                               " tool calls are running already (zygo mcp --max-calls)")));
     return;
   }
-  auto run = [call = std::move(call), &output, &in_flight]() {
+  auto run = [call = std::move(call), &session, &output, &in_flight]() {
     std::string reply;
     try {
       reply = call.run();
@@ -244,13 +245,14 @@ void Launch(mcp::DeferredCall call, const mcp::McpSession& session, Output& outp
       reply = mcp::ErrorLine(call.id, mcp::kInternalError,
                              absl::StrCat("Internal error: ", error.what()));
     }
-    output.Write(reply);
+    if (session.Finish(call.id)) output.Write(reply);
     in_flight.Done();
   };
   try {
     std::thread(std::move(run)).detach();
   } catch (const std::system_error& error) {
     in_flight.Done();
+    session.Finish(call.id);
     output.Write(session.BusyReply(call.id, absl::StrCat("Server busy: ", error.what())));
   }
 }

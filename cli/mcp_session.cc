@@ -135,7 +135,10 @@ Step McpSession::HandleMessage(const json& message) {
                            "a string or integer \"id\"");
     return step;
   }
-  if (!has_id) return step;  // a notification (initialized, cancelled, ...): nothing to say
+  if (!has_id) {  // a notification (initialized, cancelled, ...): nothing to say
+    if (*method == "notifications/cancelled") Cancel(message.value("params", json::object()));
+    return step;
+  }
   Request request;
   request.id = *id;
   request.method = method->get<std::string>();
@@ -291,9 +294,32 @@ Step McpSession::ToolsCall(const Request& request) {
   call.structured = request.version >= kStructuredSince;
   call.modern = request.modern;
   call.server_info = {{"name", info_.name}, {"version", info_.version}};
+  {
+    std::lock_guard<std::mutex> lock(calls_mu_);
+    calls_[DumpLine(request.id)] = false;
+  }
   McpTools* tools = &tools_;
   step.deferred = DeferredCall{request.id, [tools, call]() { return RunToolCall(*tools, call); }};
   return step;
+}
+
+bool McpSession::Finish(const json& id) {
+  std::lock_guard<std::mutex> lock(calls_mu_);
+  auto call = calls_.find(DumpLine(id));
+  if (call == calls_.end()) return true;
+  bool cancelled = call->second;
+  calls_.erase(call);
+  return !cancelled;
+}
+
+// Only a running call is marked: the API has no way to stop a request, so the call runs
+// to its end (or its timeout) and only its reply is held back, as the specification's
+// cancellation asks ("SHOULD NOT send a response for the cancelled request").
+void McpSession::Cancel(const json& params) {
+  if (!params.is_object() || !params.contains("requestId")) return;
+  std::lock_guard<std::mutex> lock(calls_mu_);
+  auto call = calls_.find(DumpLine(params.at("requestId")));
+  if (call != calls_.end()) call->second = true;
 }
 
 }  // namespace zygo::cli::mcp

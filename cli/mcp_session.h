@@ -7,6 +7,8 @@
 #define ZYGO_CLI_MCP_SESSION_H_
 
 #include <functional>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -86,6 +88,10 @@ class McpSession {
   // The reply to a deferred call that could not be started (`message` says why).
   std::string BusyReply(const nlohmann::json& id, const std::string& message) const;
 
+  // Each DeferredCall's end, from any thread: false when the client cancelled it
+  // (notifications/cancelled), whose reply must then not be sent.
+  bool Finish(const nlohmann::json& id);
+
  private:
   struct Request;
   Step HandleMessage(const nlohmann::json& message);
@@ -97,9 +103,13 @@ class McpSession {
   nlohmann::json Discover() const;
   Step ToolsCall(const Request& request);
 
+  void Cancel(const nlohmann::json& params);
+
   McpTools& tools_;
   const ServerInfo info_;
   std::string legacy_version_;  // "" before initialize
+  std::mutex calls_mu_;
+  std::map<std::string, bool> calls_;  // the running tools/calls' ids (dumped) -> cancelled
 };
 
 // The reply line for `result` (an object) or for an error.

@@ -174,6 +174,26 @@ TEST_F(McpSessionTest, AnUnknownModernVersionIsUnsupportedProtocolVersion) {
   EXPECT_EQ(reply["error"]["data"]["supported"][0], "2026-07-28");
 }
 
+TEST_F(McpSessionTest, ACancelledCallsReplyIsHeldBack) {
+  Step step = session_.HandleLine(
+      R"({"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"echo"}})");
+  Step other = session_.HandleLine(
+      R"({"jsonrpc":"2.0","id":"c2","method":"tools/call","params":{"name":"echo"}})");
+  ASSERT_TRUE(step.deferred && other.deferred);
+  EXPECT_FALSE(session_
+                   .HandleLine(R"({"jsonrpc":"2.0","method":"notifications/cancelled",)"
+                               R"("params":{"requestId":"c1","reason":"user"}})")
+                   .reply);
+  step.deferred->run();
+  EXPECT_FALSE(session_.Finish(step.deferred->id));
+  EXPECT_TRUE(session_.Finish(other.deferred->id));
+  // A cancel of a call that is not running marks nothing.
+  session_.HandleLine(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c3"}})");
+  step = session_.HandleLine(
+      R"({"jsonrpc":"2.0","id":"c3","method":"tools/call","params":{"name":"echo"}})");
+  EXPECT_TRUE(session_.Finish(step.deferred->id));
+}
+
 // Valid messages with bytes flipped, dropped and added: whatever comes of them, the session
 // neither throws nor answers with anything but one line of JSON.
 TEST_F(McpSessionTest, MangledMessagesGetJsonRepliesAndNeverThrow) {

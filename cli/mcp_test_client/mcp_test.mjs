@@ -148,6 +148,23 @@ test('call_function and list_functions reach a registered function', async () =>
   assert.equal(unknown.structuredContent.error.type, 'not_found');
 });
 
+test('a cancelled call gets no reply, and the next call is answered', async () => {
+  const errors = [];
+  client.onerror = (error) => errors.push(error);
+  const abort = new AbortController();
+  const call = client.callTool(
+      { name: 'run_python', arguments: { code: 'import time\ntime.sleep(1)\n"late"' } },
+      undefined, { signal: abort.signal });
+  setTimeout(() => abort.abort('changed my mind'), 200);
+  await assert.rejects(call);
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  const next = await client.callTool({ name: 'run_python', arguments: { code: '"next"' } });
+  assert.equal(next.structuredContent.result, 'next');
+  // The SDK reports a reply to an id it no longer waits for as an error.
+  assert.deepEqual(errors.map((error) => error.message), []);
+  client.onerror = undefined;
+});
+
 test('bad arguments are a tool error, an unknown tool a JSON-RPC error', async () => {
   const bad = await client.callTool({ name: 'run_python', arguments: { cod: 'print(1)' } });
   assert.equal(bad.isError, true);
