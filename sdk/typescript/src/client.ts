@@ -15,7 +15,8 @@ export interface ClientOptions {
   socketPath?: string;
   /** Gives up on any call after this many milliseconds (default: never). */
   timeoutMs?: number;
-  /** Another transport (e.g. `grpcTransport` from `@zygo/sdk/grpc`); socketPath is then unused. */
+  /** Another transport (`await grpcTransport()` from `@zygo/sdk/grpc`); socketPath and
+   * timeoutMs are then the transport's. */
   transport?: Transport;
 }
 
@@ -78,7 +79,7 @@ export class Client {
   };
 
   constructor(options: ClientOptions = {}) {
-    this.socketPath = resolveSocketPath(options.socketPath);
+    this.socketPath = options.transport?.socketPath ?? resolveSocketPath(options.socketPath);
     this.transport = options.transport ?? new HttpTransport(this.socketPath, options.timeoutMs);
   }
 

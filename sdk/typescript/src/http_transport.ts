@@ -3,6 +3,7 @@ import * as http from "node:http";
 
 import { apiErrorFor, UnavailableError, ZygoError } from "./errors.js";
 import type { CallOptions, ExecBody, Transport } from "./transport.js";
+import { execReply, functionInfo, isObject } from "./replies.js";
 import type { ExecReply, FunctionInfo } from "./types.js";
 
 interface Response {
@@ -40,7 +41,8 @@ export class HttpTransport implements Transport {
 
   async list(options?: CallOptions): Promise<FunctionInfo[]> {
     const reply = await this.json("GET", "/v1/functions", options);
-    return asArray(reply.functions).map(functionInfo);
+    const functions = Array.isArray(reply.functions) ? reply.functions.filter(isObject) : [];
+    return functions.map(functionInfo);
   }
 
   async putScript(source: Buffer, options?: CallOptions): Promise<string> {
@@ -210,78 +212,4 @@ export function retryAfterSeconds(header: string | undefined): number | undefine
   const date = Date.parse(text);
   if (Number.isNaN(date)) return undefined;
   return Math.max(0, Math.ceil((date - Date.now()) / 1000));
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function asArray(value: unknown): Record<string, unknown>[] {
-  return Array.isArray(value) ? value.filter(isObject) : [];
-}
-
-function num(value: unknown): number {
-  return typeof value === "number" ? value : Number(value ?? 0);
-}
-
-function functionInfo(json: Record<string, unknown>): FunctionInfo {
-  return {
-    name: String(json.name ?? ""),
-    image: String(json.image ?? ""),
-    runtime: String(json.runtime ?? ""),
-    entry: String(json.entry ?? ""),
-    pool: Boolean(json.pool),
-    state: String(json.state ?? ""),
-    requests: num(json.requests),
-    memoryBytes: num(json.memory_bytes),
-    timeoutMs: num(json.timeout_ms),
-    coldAfterMs: num(json.cold_after_ms),
-    specPath: String(json.spec_path ?? ""),
-    progress: String(json.progress ?? ""),
-    error: String(json.error ?? ""),
-    warmUps: num(json.warm_ups),
-    warmMs: num(json.warm_ms),
-    forked: Boolean(json.forked),
-  };
-}
-
-function execReply(json: Record<string, unknown>): ExecReply {
-  const outcome = isObject(json.outcome) ? json.outcome : {};
-  const timings = isObject(json.timings_us) ? json.timings_us : {};
-  const error = isObject(json.error) ? json.error : undefined;
-  const reply: ExecReply = {
-    ok: Boolean(json.ok),
-    result: json.result ?? null,
-    error: error
-      ? { type: String(error.type ?? ""), message: String(error.message ?? ""), traceback: String(error.traceback ?? "") }
-      : null,
-    stdout: String(json.stdout ?? ""),
-    stderr: String(json.stderr ?? ""),
-    stdoutTruncated: Boolean(json.stdout_truncated),
-    stderrTruncated: Boolean(json.stderr_truncated),
-    outcome: {
-      status: String(outcome.status ?? ""),
-      exitCode: num(outcome.exit_code),
-      signal: num(outcome.signal),
-      timedOut: Boolean(outcome.timed_out),
-      oomKilled: Boolean(outcome.oom_killed),
-      peakRssKb: num(outcome.peak_rss_kb),
-      wallMs: num(outcome.wall_ms),
-    },
-    timingsUs: {
-      fork: num(timings.fork),
-      admit: num(timings.admit),
-      run: num(timings.run),
-      reply: num(timings.reply),
-      total: num(timings.total),
-    },
-  };
-  if (outcome.limits_applied !== undefined) reply.outcome.limitsApplied = Boolean(outcome.limits_applied);
-  if (isObject(outcome.seccomp_kill)) {
-    reply.outcome.seccompKill = {
-      syscall: String(outcome.seccomp_kill.syscall ?? ""),
-      arch: String(outcome.seccomp_kill.arch ?? ""),
-    };
-  }
-  return reply;
 }

@@ -19,6 +19,8 @@ export interface ExecBody {
 }
 
 export interface Transport {
+  /** The socket it talks to. */
+  readonly socketPath?: string;
   health(options?: CallOptions): Promise<boolean>;
   up(spec: Buffer, origin: string, baseDir: string, options?: CallOptions): Promise<FunctionInfo>;
   down(name: string, options?: CallOptions): Promise<void>;

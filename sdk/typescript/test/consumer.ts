@@ -9,6 +9,7 @@ import {
   type ExecReply,
   type FunctionInfo,
 } from "@zygo/sdk";
+import { grpcTransport, type GrpcTransportOptions } from "@zygo/sdk/grpc";
 
 interface Greeting {
   greeting: string;
@@ -39,4 +40,11 @@ export async function main(socketPath: string): Promise<string> {
   const healthy: boolean = await zygo.health();
   await zygo.down(info.name);
   return `${greeting} ${total} ${names.join(",")} ${healthy}`;
+}
+
+export async function overGrpc(options: GrpcTransportOptions): Promise<boolean> {
+  const zygo = new Client({ transport: await grpcTransport(options) });
+  const ok = await zygo.health();
+  zygo.close();
+  return ok;
 }

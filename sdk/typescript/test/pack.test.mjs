@@ -1,9 +1,10 @@
 // The package as a user gets it: `npm pack`, the tarball installed into a fresh directory,
-// there a script (ES module and CommonJS) that calls exec on a real supervisor, and an
+// there a script (ES module and CommonJS; HTTP, and gRPC once its optional peers are
+// installed) that calls exec on a real supervisor, and an
 // application's TypeScript (test/consumer.ts) compiled by tsc against the installed types.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
@@ -36,14 +37,16 @@ describe("npm pack, then install into a fresh directory", () => {
     assert.ok(!files.some((f) => f.startsWith("src/") || f.startsWith("test/") || f.includes("node_modules")), files.join(" "));
   });
 
-  test("the installed package has no dependencies", () => {
-    const listed = JSON.parse(execFileSync("npm", ["ls", "--all", "--json"], { cwd: fresh, encoding: "utf8" }));
-    assert.deepEqual(Object.keys(listed.dependencies), ["@zygo/sdk"]);
-    assert.equal(listed.dependencies["@zygo/sdk"].dependencies, undefined);
+  test("the installed package brings no dependencies (gRPC's are optional peers)", () => {
+    assert.deepEqual(readdirSync(path.join(fresh, "node_modules")).filter((f) => !f.startsWith(".")), ["@zygo"]);
+    assert.deepEqual(readdirSync(path.join(fresh, "node_modules/@zygo")), ["sdk"]);
   });
 
-  test("tsc compiles an application against the installed types", () => {
+  test("tsc compiles an application against the installed types, as CommonJS and as an ES module", () => {
+    // Node16 resolution reads the package's "exports": consumer.ts is CommonJS (the fresh
+    // package.json says no "type"), so it gets the "require" types; consumer.mts the "import" ones.
     copyFileSync(path.join(sdk, "test/consumer.ts"), path.join(fresh, "consumer.ts"));
+    copyFileSync(path.join(sdk, "test/consumer.ts"), path.join(fresh, "consumer.mts"));
     const tsconfig = {
       compilerOptions: {
         target: "ES2022",
@@ -54,14 +57,8 @@ describe("npm pack, then install into a fresh directory", () => {
         types: ["node"],
         typeRoots: [path.join(sdk, "node_modules/@types")],
       },
-      files: ["consumer.ts"],
+      files: ["consumer.ts", "consumer.mts"],
     };
-    writeFileSync(path.join(fresh, "tsconfig.json"), JSON.stringify(tsconfig));
-    // Its package.json says neither module nor commonjs: Node16 checks it as CommonJS, so
-    // the "require" types are checked; an ES module application is checked below.
-    execFileSync(process.execPath, [path.join(sdk, "node_modules/typescript/bin/tsc"), "-p", fresh], { encoding: "utf8" });
-    copyFileSync(path.join(sdk, "test/consumer.ts"), path.join(fresh, "consumer.mts"));
-    tsconfig.files = ["consumer.mts"];
     writeFileSync(path.join(fresh, "tsconfig.json"), JSON.stringify(tsconfig));
     execFileSync(process.execPath, [path.join(sdk, "node_modules/typescript/bin/tsc"), "-p", fresh], { encoding: "utf8" });
   });
@@ -98,6 +95,22 @@ try { await zygo.exec("nosuch"); } catch (error) { console.log(error instanceof 
 `,
       );
       assert.equal(out, "hello, Ada\ntrue\n");
+    });
+
+    test("over gRPC: an error naming the packages until they are installed, then exec", () => {
+      const app = `import { Client } from "@zygo/sdk";
+import { grpcTransport } from "@zygo/sdk/grpc";
+try {
+  const zygo = new Client({ transport: await grpcTransport({ socketPath: ${JSON.stringify(`${supervisor.dir}/zygo-grpc.sock`)} }) });
+  console.log((await zygo.exec("hello", { name: "gRPC" })).result);
+  zygo.close();
+} catch (error) {
+  console.log(error.code, error.message.includes("npm install @grpc/grpc-js @grpc/proto-loader"));
+}
+`;
+      assert.equal(run("grpc.mjs", app), "unimplemented true\n");
+      npm(["install", "--prefer-offline", "@grpc/grpc-js@^1.14.0", "@grpc/proto-loader@^0.8.0"], fresh);
+      assert.equal(run("grpc.mjs", app), "hello, gRPC\n");
     });
 
     test("as CommonJS", () => {
