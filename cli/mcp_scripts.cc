@@ -18,6 +18,8 @@ import linecache as _linecache
 
 CODE = @CODE@
 _FILE = "<code>"
+_RESULT = "__zygo_mcp_result__"
+_CO_COROUTINE = 0x80  # inspect.CO_COROUTINE, without importing inspect
 
 
 def _plain(value):
@@ -27,22 +29,33 @@ def _plain(value):
         return repr(value)
 
 
+def _await(value):
+    import asyncio
+    return asyncio.run(value)
+
+
 def handler(event):
     # linecache lets the traceback show the lines of the code, which is in no file.
     _linecache.cache[_FILE] = (len(CODE), None, CODE.splitlines(True), _FILE)
     tree = _ast.parse(CODE, _FILE)
-    last = None
     if tree.body and isinstance(tree.body[-1], _ast.Expr):
-        last = _ast.Expression(tree.body.pop().value)
-    scope = {"__name__": "__main__", "__builtins__": _builtins, "event": event}
-    exec(compile(tree, _FILE, "exec"), scope)
-    value = eval(compile(last, _FILE, "eval"), scope) if last is not None else None
+        # The last expression's value, kept as a notebook cell shows it.
+        last = tree.body[-1]
+        target = _ast.Name(id=_RESULT, ctx=_ast.Store())
+        tree.body[-1] = _ast.copy_location(_ast.Assign(targets=[target], value=last.value), last)
+        _ast.fix_missing_locations(tree)
+    scope = {"__name__": "__main__", "__builtins__": _builtins, "event": event, _RESULT: None}
+    # A top-level await makes the module a coroutine, run here on one event loop.
+    code = compile(tree, _FILE, "exec", flags=_ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    ran = eval(code, scope)
+    if code.co_flags & _CO_COROUTINE:
+        _await(ran)
+    value = scope[_RESULT]
     user_handler = scope.get("handler")
     if callable(user_handler):
         value = user_handler(event)
     if hasattr(value, "__await__"):
-        import asyncio
-        value = asyncio.run(value)
+        value = _await(value)
     return _plain(value)
 )PY";
 

@@ -12,8 +12,9 @@ namespace zygo::cli::mcp {
 // A Python pool script running `code`. Inside the sandbox, per request: `code` runs as a
 // module named __main__ with `event` bound; if it defined a callable `handler`, the result
 // is handler(event) (a coroutine is run to its end), else the value of its last statement
-// when that is an expression, else None. A result JSON cannot carry (a set, NaN, an
-// object) comes back as its repr(). Tracebacks name the code's own file "<code>".
+// when that is an expression, else None. A top-level `await` works (the code then runs on
+// one asyncio event loop). A result JSON cannot carry (a set, NaN, an object) comes back
+// as its repr(). Tracebacks name the code's own file "<code>".
 std::string WrapPythonCode(const std::string& code);
 
 // The JavaScript equivalent for a Node pool: `code` runs as a script in the worker's

@@ -24,8 +24,8 @@ constexpr char kRunPythonDescription[] =
     "Write either plain code (a script: what it prints is `stdout`; when its last statement "
     "is an expression, its value is `result`, as in a notebook cell) or code that defines "
     "`def handler(event)`, which is called and whose return value is `result`. The variable "
-    "`event` holds the `event` argument (None when omitted). The standard library is "
-    "available. An exception is reported with its traceback (isError true).";
+    "`event` holds the `event` argument (None when omitted); top-level `await` works. The "
+    "standard library is available. An exception is reported with its traceback (isError true).";
 
 constexpr char kRunJavaScriptDescription[] =
     "Run JavaScript (Node.js, CommonJS) in a fresh, isolated sandbox (a Node worker started "

@@ -58,6 +58,16 @@ test('run_python: a handler is called with the event', async () => {
   assert.deepEqual(reply.structuredContent.result, { hi: 'Ada' });
 });
 
+test('run_python: top-level await, and a value JSON cannot carry', async () => {
+  let reply = await client.callTool({
+    name: 'run_python',
+    arguments: { code: 'import asyncio\nawait asyncio.sleep(0)\nlen([await asyncio.sleep(0, r) for r in "ab"])' },
+  });
+  assert.equal(reply.structuredContent.result, 2);
+  reply = await client.callTool({ name: 'run_python', arguments: { code: '{1}' } });
+  assert.equal(reply.structuredContent.result, '{1}');
+});
+
 test('run_python: an exception is a tool error with its traceback', async () => {
   const reply = await client.callTool({ name: 'run_python', arguments: { code: 'x = 1\n1 / 0' } });
   assert.equal(reply.isError, true);
