@@ -28,11 +28,11 @@ export class Supervisor {
     const dir = mkdtempSync("/tmp/zygo-ts-sdk-");
     const supervisor = new Supervisor(dir);
     mkdirSync(supervisor.code);
-    supervisor.process = spawn(
-      zygoBinary(),
-      ["serve", "--listen", supervisor.socket, "--state-dir", `${dir}/state`, "--no-demo", ...args],
-      { stdio: ["ignore", "pipe", "pipe"] },
-    );
+    const serve = [zygoBinary(), "serve", "--listen", supervisor.socket, "--state-dir", `${dir}/state`, "--no-demo", ...args];
+    // setpriv --pdeathsig: should this test's process die without its after() hooks, the
+    // supervisor gets SIGTERM (and removes its cgroups) instead of living on.
+    const command = existsSync("/usr/bin/setpriv") ? ["/usr/bin/setpriv", "--pdeathsig", "TERM", "--", ...serve] : serve;
+    supervisor.process = spawn(command[0], command.slice(1), { stdio: ["ignore", "pipe", "pipe"] });
     const log = [];
     supervisor.process.stdout.on("data", (chunk) => log.push(chunk));
     supervisor.process.stderr.on("data", (chunk) => log.push(chunk));
