@@ -35,7 +35,8 @@ A Model Context Protocol server on stdin/stdout (JSON-RPC 2.0, one message per l
 MCP revisions 2024-11-05 to 2025-11-25 with their initialize handshake, and 2026-07-28
 without one). Add it to an MCP client as a stdio server whose command is `zygo mcp`
 (docs/mcp.md). It needs a running supervisor (`zygo serve`); only MCP messages go to
-stdout, its own lines to stderr.
+stdout, its own lines to stderr. It exits 0 when stdin ends (after the calls still
+running have answered), 125 for bad flags.
 
 Tools:
   run_python      {code, event?}  Python code in a warm Python runtime pool
@@ -43,10 +44,13 @@ Tools:
   call_function   {name, event? | stdin?}  a function registered with `zygo up`
   list_functions  {}  the registered functions and pools
 Code may define handler(event), which is called with the event; plain code runs as a
-script, and the value of its last expression statement is the result. Each call runs
-in a fresh sandboxed process (its own /tmp, the pool's limits, no network unless
---net allows it) and answers with structured content: ok, status, result, stdout,
-stderr, error, outcome.
+script with `event` bound, and the value of its last expression statement is the
+result. Each call runs in a fresh sandboxed process (its own /tmp, the pool's limits,
+no network unless --net allows it) and answers with structured content (ok, status,
+result, stdout, stderr, error, outcome) and the same as JSON text; a call that failed
+has isError true. Arguments that do not fit a tool are a tool error (MCP 2025-11-25;
+a JSON-RPC -32602 for clients of earlier revisions); an unknown tool is -32602, an
+unknown method -32601, a line that is not JSON -32700.
 
 The pools: zygo mcp registers PREFIX-python and PREFIX-node (runtime pools on the host
 image, code run as pool scripts) with the limits below, unless they are registered with
