@@ -53,7 +53,9 @@ export class ExecError extends ZygoError {
   readonly traceback: string;
 
   constructor(reply: ExecReply) {
-    super(reply.outcome.status, reply.error?.message || `the request ended with ${reply.outcome.status}`, 200);
+    // httpStatus 0 over HTTP and gRPC alike (as the Python SDK has it): the call itself
+    // succeeded; the outcome says how the request went.
+    super(reply.outcome.status, reply.error?.message || `the request ended with ${reply.outcome.status}`, 0);
     this.reply = reply;
     this.type = reply.error?.type ?? "";
     this.traceback = reply.error?.traceback ?? "";

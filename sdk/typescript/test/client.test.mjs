@@ -177,6 +177,7 @@ describe("a real supervisor", { skip }, () => {
       assert.ok(error instanceof ZygoError);
       assert.equal(error.name, "HandlerError");
       assert.equal(error.code, "handler_error");
+      assert.equal(error.httpStatus, 0);
       assert.equal(error.type, "ValueError");
       assert.equal(error.message, "no greeting today");
       assert.match(error.traceback, /Traceback[\s\S]*handler\.py", line \d+, in boom/);
