@@ -106,7 +106,8 @@ ExecRequest FromProto(const v1::ExecRequest& request) {
 // after Finish, so the callback's `this` stays valid.
 class ExecReactor final : public grpc::ServerUnaryReactor {
  public:
-  ExecReactor(Service* service, const v1::ExecRequest& request, v1::ExecReply* reply) {
+  ExecReactor(Service* service, grpc::CallbackServerContext* context,
+              const v1::ExecRequest& request, v1::ExecReply* reply) {
     // Finish may run on the supervisor's thread before this constructor returns; gRPC
     // holds it until the reactor is bound, and OnCancel comes only after that binding.
     // An event over the limit is refused here, in the words HTTP uses, before it is copied.
@@ -116,9 +117,14 @@ class ExecReactor final : public grpc::ServerUnaryReactor {
       Finish(ToGrpcStatus(size));
       return;
     }
-    handle_ = service->Exec(FromProto(request), [this, reply](ExecReply result) {
+    handle_ = service->Exec(FromProto(request), [this, context, reply](ExecReply result) {
       grpc::Status status = ToGrpcStatus(result.status);
       if (status.ok()) ToProto(std::move(result), reply);
+      // A full queue: when to try again, as HTTP's 429 says it in Retry-After (an event
+      // over the limit, the other RESOURCE_EXHAUSTED, never gets here).
+      if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+        context->AddTrailingMetadata("retry-after", std::to_string(kRetryAfterSeconds));
+      }
       Finish(std::move(status));
     });
   }
@@ -170,9 +176,9 @@ class GrpcZygoService final : public v1::Zygo::WithCallbackMethod_Exec<v1::Zygo:
     return grpc::Status::OK;
   }
 
-  grpc::ServerUnaryReactor* Exec(grpc::CallbackServerContext*, const v1::ExecRequest* request,
-                                 v1::ExecReply* reply) override {
-    return new ExecReactor(service_, *request, reply);
+  grpc::ServerUnaryReactor* Exec(grpc::CallbackServerContext* context,
+                                 const v1::ExecRequest* request, v1::ExecReply* reply) override {
+    return new ExecReactor(service_, context, *request, reply);
   }
 
   grpc::Status Health(grpc::ServerContext*, const v1::HealthRequest*,

@@ -29,15 +29,10 @@ struct HttpRequest {
   std::string body;
 };
 
-// A 429's Retry-After, in seconds. The queue drains at the pace of requests (milliseconds
-// to a function's timeout), so one second is long enough to matter and short enough that a
-// client that honours it loses little; RFC 9110 allows no finer unit.
-inline constexpr int kRetryAfterSeconds = 1;
-
 struct HttpResponse {
   int status = 200;
-  std::string body;   // JSON text
-  std::string allow;  // 405 only: the methods the path does accept, for the Allow header
+  std::string body;       // JSON text
+  std::string allow;      // 405 only: the methods the path does accept, for the Allow header
   int retry_after_s = 0;  // 429 only: the Retry-After header when > 0
 };
 

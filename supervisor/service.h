@@ -20,6 +20,12 @@ namespace zygo::supervisor {
 
 // What a function's requests run in: a Python handler in a warm interpreter, a JavaScript
 // handler in a Node worker started ahead of demand, or a command.
+// When to try again after a full queue (HTTP 429's Retry-After, gRPC's retry-after
+// trailer), in seconds. The queue drains at the pace of requests (milliseconds
+// to a function's timeout), so one second is long enough to matter and short enough that a
+// client that honours it loses little; RFC 9110 allows no finer unit.
+inline constexpr int kRetryAfterSeconds = 1;
+
 enum class Runtime { kPython, kExec, kNode };
 const char* RuntimeName(Runtime runtime);  // "python", "exec", "node"
 std::optional<Runtime> ParseRuntime(absl::string_view name);

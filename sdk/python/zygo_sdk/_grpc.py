@@ -33,6 +33,17 @@ _METHODS = {
 }
 
 
+def _retry_after(e: "grpc.RpcError") -> Optional[float]:
+    """The supervisor's retry-after trailer (seconds) on a full queue, as HTTP's header."""
+    try:
+        for key, value in e.trailing_metadata() or ():
+            if key == "retry-after":
+                return float(value)
+    except (AttributeError, TypeError, ValueError):
+        pass
+    return None
+
+
 def _error(e: "grpc.RpcError", socket_path: str) -> errors.ZygoError:
     code = e.code()
     message = e.details() or ""
@@ -46,7 +57,7 @@ def _error(e: "grpc.RpcError", socket_path: str) -> errors.ZygoError:
         # apart as 413 and 429); the words do here: "event is N bytes; the limit is ...".
         if message.startswith("event is ") or "message larger than max" in message:
             return errors.InvalidArgument(name, message)
-        return errors.TooManyRequests(name, message)
+        return errors.TooManyRequests(name, message, retry_after=_retry_after(e))
     if code == grpc.StatusCode.UNAVAILABLE:
         # gRPC's own words when nothing listens ("failed to connect to all addresses").
         if "failed to connect" in message:
