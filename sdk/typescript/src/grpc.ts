@@ -169,7 +169,7 @@ class GrpcTransport implements Transport {
         if (/the limit is \d+ bytes|larger than max/.test(message)) {
           return new InvalidArgumentError("payload_too_large", message);
         }
-        return new TooManyRequestsError("resource_exhausted", message, 0);
+        return new TooManyRequestsError("resource_exhausted", message, 0, retryAfterOf(error));
       case status.UNAVAILABLE:
         return new UnavailableError(
           "unavailable",
@@ -201,6 +201,13 @@ function abortError(signal: AbortSignal): Error {
 interface GrpcError extends Error {
   code: number;
   details: string;
+  metadata?: { get(key: string): unknown[] };
+}
+
+// A full queue's retry-after trailer (seconds), as HTTP's Retry-After header.
+function retryAfterOf(error: GrpcError): number | undefined {
+  const seconds = Number(error.metadata?.get("retry-after")?.[0]);
+  return Number.isFinite(seconds) && seconds >= 0 ? seconds : undefined;
 }
 
 interface ZygoStub {

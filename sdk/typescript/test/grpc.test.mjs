@@ -10,6 +10,7 @@ import {
   NotFoundError,
   OutOfMemoryError,
   TimeoutError,
+  TooManyRequestsError,
   UnavailableError,
   ZygoError,
 } from "../dist/esm/index.js";
@@ -100,6 +101,38 @@ describe("over gRPC", { skip: skipReason() }, () => {
     assert.equal(reply.ok, false);
     assert.equal(reply.error.type, "ValueError");
     await zygo.down("boom");
+  });
+});
+
+describe("a full queue over gRPC", { skip: skipReason() }, () => {
+  let supervisor;
+  let zygo;
+
+  before(async () => {
+    supervisor = await Supervisor.start(["--workers", "1", "--max-queued", "1"]);
+    supervisor.write("handler.py", HANDLERS);
+    zygo = new Client({ transport: await grpcTransport({ socketPath: `${supervisor.dir}/zygo-grpc.sock` }) });
+    await zygo.upFile(supervisor.spec("slow", `entry = "handler.py:slow"\n`));
+  });
+
+  after(async () => {
+    zygo?.close();
+    await supervisor?.stop();
+  });
+
+  test("RESOURCE_EXHAUSTED: TooManyRequestsError with retryAfter from the trailer", async () => {
+    // One request runs on the only worker, one waits in the queue, and the next is refused.
+    const running = zygo.exec("slow", 1.5);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const waiting = zygo.exec("slow", 0);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await assert.rejects(zygo.exec("slow", 0), (error) => {
+      assert.ok(error instanceof TooManyRequestsError, String(error));
+      assert.equal(error.retryAfter, 1);
+      return true;
+    });
+    await running;
+    await waiting;
   });
 });
 
