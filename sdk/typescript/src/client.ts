@@ -88,8 +88,9 @@ export class Client {
     return this.transport.health(options);
   }
 
-  /** Registers (or replaces) the function the TOML text describes and waits until it is
-   * warm; returns its info. Throws InvalidArgumentError for a spec the supervisor refuses. */
+  /** Registers (or replaces) the function the TOML text describes and returns its info at
+   * once; its warm-up goes on, and the first call waits for it. Throws InvalidArgumentError
+   * for a spec the supervisor refuses. */
   up(specToml: string | Uint8Array, options: UpOptions = {}): Promise<FunctionInfo> {
     const { origin = "request", baseDir = "", ...call } = options;
     return this.transport.up(toBuffer(specToml), origin, baseDir, call);
