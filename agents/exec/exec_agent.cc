@@ -56,14 +56,10 @@ absl::Status Serve(const Flags& flags) {
   if (absl::Status status = zygote::BlockChildSignal(); !status.ok()) return status;
   // Listed once here; every spare stacks its own domain from these fds (isolation.h).
   ExecSpareRunner runner(flags.command, isolation::PrepareLandlockBase());
-  absl::StatusOr<wire::Frame> hello =
-      wire::Encode(wire::HelloMessage{"exec", wire::kProtocolVersion, ::getpid()});
-  if (!hello.ok()) return hello.status();
-  if (absl::Status status = wire::SendFrame(flags.fd, *hello, {}); !status.ok()) {
+  if (absl::Status hello = zygote::SendHello(flags.fd, "exec"); !hello.ok()) {
     // The supervisor dropped this zygote before it was ready: nothing to report to.
-    if (wire::IsPeerClosed(status)) ::_exit(0);
-    return absl::Status(status.code(),
-                        absl::StrCat("Hello on fd ", flags.fd, ": ", status.message()));
+    if (wire::IsPeerClosed(hello)) ::_exit(0);
+    return hello;
   }
   if (absl::Status served = zygote::RunZygote(flags.fd, runner); !served.ok()) {
     // After Hello the supervisor has the channel; this line is for the sandbox's log.

@@ -35,16 +35,8 @@ enum ExecExit : int {
 }  // namespace
 
 absl::Status ExecSpareRunner::Isolate() {
-  if (absl::Status isolated = isolation::IsolateSpare(landlock_); !isolated.ok()) {
-    return isolated;
-  }
-  // Set here, before the request: the command inherits it through execvp's environ. It
-  // replaces a TMPDIR from the function's env, which would name a directory outside the
-  // request's own /tmp (that the Landlock domain no longer lets it write).
-  if (::setenv("TMPDIR", isolation::kRequestTmp, 1) != 0) {
-    return base::ErrnoStatus(errno, "setenv(TMPDIR=/tmp)");
-  }
-  return absl::OkStatus();
+  // Before the request: the command inherits TMPDIR through execvp's environ.
+  return isolation::IsolateSpareForChildren(landlock_);
 }
 
 void ExecSpareRunner::RunSpare(const zygote::SpareContext& context) {

@@ -30,8 +30,7 @@ class ExecSpareRunner : public zygote::SpareRunner {
   [[noreturn]] void RunSpare(const zygote::SpareContext& context) override;
 
  private:
-  // The Landlock domain (agents/isolation), then TMPDIR=/tmp for the command. The
-  // zygote's fds of "/" are closed whatever fails.
+  // isolation::IsolateSpareForChildren. The zygote's fds of "/" are closed whatever fails.
   absl::Status Isolate();
   // Installs the Run's stdio and execs the command; a failure is Failed("ExecError").
   [[noreturn]] void Exec(int channel, const wire::ReceivedFrame& received, uint64_t request_id,

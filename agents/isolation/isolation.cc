@@ -7,6 +7,7 @@
 #include <linux/landlock.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -141,6 +142,14 @@ absl::Status IsolateSpare(absl::StatusOr<LandlockBase>& landlock) {
   };
   if (!landlock.ok()) return landlock.status();
   return RestrictToRequest(*landlock, kRequestTmp).status();
+}
+
+absl::Status IsolateSpareForChildren(absl::StatusOr<LandlockBase>& landlock) {
+  if (absl::Status isolated = IsolateSpare(landlock); !isolated.ok()) return isolated;
+  if (::setenv("TMPDIR", kRequestTmp, 1) != 0) {
+    return base::ErrnoStatus(errno, "setenv(TMPDIR=/tmp)");
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace zygo::agents::isolation

@@ -73,6 +73,12 @@ absl::Status DieWithParent(pid_t parent);
 // side; needs no privileges.
 absl::Status IsolateSpare(absl::StatusOr<LandlockBase>& landlock);
 
+// IsolateSpare, then TMPDIR=/tmp in the environment, for an agent whose request is a
+// process the spare starts (the exec agent's command, the Node agent's worker): it
+// inherits TMPDIR, and one from the function's env would name a directory outside the
+// request's own /tmp, which the Landlock domain no longer lets it write.
+absl::Status IsolateSpareForChildren(absl::StatusOr<LandlockBase>& landlock);
+
 }  // namespace zygo::agents::isolation
 
 #endif  // ZYGO_AGENTS_ISOLATION_ISOLATION_H_

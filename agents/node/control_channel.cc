@@ -8,22 +8,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/base/errno_status.h"
+#include "core/base/sys/fs.h"
 
 namespace zygo::agents::node {
 namespace {
-
-absl::Status WriteAll(int fd, const char* data, size_t size) {
-  while (size > 0) {
-    const ssize_t wrote = ::write(fd, data, size);
-    if (wrote < 0) {
-      if (errno == EINTR) continue;
-      return base::ErrnoStatus(errno, "write(worker channel)");
-    }
-    data += wrote;
-    size -= static_cast<size_t>(wrote);
-  }
-  return absl::OkStatus();
-}
 
 // Reads exactly `size` bytes; `got_any` says whether EOF came after some of them.
 absl::Status ReadExact(int fd, char* data, size_t size, bool* got_any) {
@@ -46,7 +34,7 @@ absl::Status ReadExact(int fd, char* data, size_t size, bool* got_any) {
 
 }  // namespace
 
-absl::Status WriteControlMessage(int fd, absl::string_view bytes) {
+absl::Status WriteControlMessage(const base::UniqueFd& fd, absl::string_view bytes) {
   if (bytes.size() > kMaxControlMessage) {
     return absl::InvalidArgumentError(
         absl::StrCat("a message of ", bytes.size(), " bytes is over ", kMaxControlMessage));
@@ -55,8 +43,11 @@ absl::Status WriteControlMessage(int fd, absl::string_view bytes) {
   const char head[4] = {static_cast<char>(length & 0xff), static_cast<char>((length >> 8) & 0xff),
                         static_cast<char>((length >> 16) & 0xff),
                         static_cast<char>((length >> 24) & 0xff)};
-  if (absl::Status status = WriteAll(fd, head, sizeof(head)); !status.ok()) return status;
-  return WriteAll(fd, bytes.data(), bytes.size());
+  if (absl::Status status = base::sys::WriteAll(fd, head, sizeof(head), "worker channel");
+      !status.ok()) {
+    return status;
+  }
+  return base::sys::WriteAll(fd, bytes.data(), bytes.size(), "worker channel");
 }
 
 absl::StatusOr<std::string> ReadControlMessage(int fd) {

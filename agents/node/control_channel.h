@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "core/base/unique_fd.h"
 
 namespace zygo::agents::node {
 
@@ -18,7 +19,7 @@ namespace zygo::agents::node {
 inline constexpr size_t kMaxControlMessage = (size_t{16} << 20) + 4096;
 
 // Writes one message, all of it (a blocking socket).
-absl::Status WriteControlMessage(int fd, absl::string_view bytes);
+absl::Status WriteControlMessage(const base::UniqueFd& fd, absl::string_view bytes);
 
 // Reads one whole message. EOF before its first byte is Unavailable("the worker closed
 // its channel"); a length over kMaxControlMessage is InvalidArgument.

@@ -176,13 +176,9 @@ absl::Status Serve(const Flags& flags) {
   if (!snapshot.ok()) return snapshot.status();
   // Listed once here; every spare stacks its own domain from these fds (isolation.h).
   NodeSpareRunner runner(command, isolation::PrepareLandlockBase());
-  absl::StatusOr<wire::Frame> hello =
-      wire::Encode(wire::HelloMessage{"node", wire::kProtocolVersion, ::getpid()});
-  if (!hello.ok()) return hello.status();
-  if (absl::Status status = wire::SendFrame(flags.fd, *hello, {}); !status.ok()) {
-    if (wire::IsPeerClosed(status)) ::_exit(0);  // dropped before it was ready
-    return absl::Status(status.code(),
-                        absl::StrCat("Hello on fd ", flags.fd, ": ", status.message()));
+  if (absl::Status hello = zygote::SendHello(flags.fd, "node"); !hello.ok()) {
+    if (wire::IsPeerClosed(hello)) ::_exit(0);  // dropped before it was ready
+    return hello;
   }
   if (absl::Status served = zygote::RunZygote(flags.fd, runner); !served.ok()) {
     std::fprintf(stderr, "zygo-agent-node: zygote: %s\n", served.ToString().c_str());

@@ -15,11 +15,10 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "agents/node/child_fds.h"
+#include "agents/node/child_exec.h"
 #include "agents/node/worker_js.h"
 #include "core/base/errno_status.h"
-
-extern char** environ;
+#include "core/base/sys/fs.h"
 
 namespace zygo::agents::node {
 namespace {
@@ -29,17 +28,6 @@ using base::UniqueFd;
 
 constexpr int kBlobFd = 4;
 constexpr size_t kMaxBuilderOutput = 2000;
-
-absl::Status WriteWhole(int fd, const char* data, size_t size) {
-  while (size > 0) {
-    const ssize_t wrote = ::write(fd, data, size);
-    if (wrote < 0 && errno == EINTR) continue;
-    if (wrote <= 0) return ErrnoStatus(errno, "write(worker.js)");
-    data += wrote;
-    size -= static_cast<size_t>(wrote);
-  }
-  return absl::OkStatus();
-}
 
 // Runs `node --snapshot-blob /proc/self/fd/4 --build-snapshot ENTRY` with the blob at fd
 // 4 and its stdout and stderr into `output`; its wait status.
@@ -51,16 +39,11 @@ absl::StatusOr<int> RunBuilder(const std::string& node, const std::string& entry
   const pid_t pid = ::fork();
   if (pid < 0) return ErrnoStatus(errno, "fork(node --build-snapshot)");
   if (pid == 0) {
-    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(127);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
     const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null < 0) ::_exit(127);
     // Fd 3 is nothing: /dev/null again, so the blob's number is the one the path names.
     const FdMove moves[] = {{null, 0}, {output, 1}, {output, 2}, {null, 3}, {blob, kBlobFd}};
-    if (null < 0 || !InstallChildFds(moves, 5)) ::_exit(127);
-    ::execve(argv[0], const_cast<char* const*>(argv), environ);
-    ::_exit(127);
+    ExecChild(parent, moves, 5, const_cast<char* const*>(argv));
   }
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
@@ -69,11 +52,10 @@ absl::StatusOr<int> RunBuilder(const std::string& node, const std::string& entry
   return status;
 }
 
-std::string TailOf(int fd) {
-  std::string text;
-  char buffer[4096];
-  ::lseek(fd, 0, SEEK_SET);
-  for (ssize_t got; (got = ::read(fd, buffer, sizeof(buffer))) > 0;) text.append(buffer, got);
+// The builder's last output, from the start of its log.
+std::string TailOf(const UniqueFd& log) {
+  ::lseek(log.get(), 0, SEEK_SET);
+  std::string text = base::sys::ReadToEnd(log, "the builder's output").value_or("");
   if (text.size() > kMaxBuilderOutput) text = text.substr(text.size() - kMaxBuilderOutput);
   while (!text.empty() && text.back() == '\n') text.pop_back();
   return text;
@@ -85,7 +67,7 @@ absl::StatusOr<UniqueFd> BuildWorkerSnapshot(const std::string& node, const std:
   std::string entry = absl::StrCat(tmp_dir, "/zygo-node-worker-XXXXXX.js");
   UniqueFd source(::mkostemps(entry.data(), 3, O_CLOEXEC));
   if (!source.valid()) return ErrnoStatus(errno, absl::StrCat("mkstemps(", entry, ")"));
-  absl::Status written = WriteWhole(source.get(), kWorkerJs, ::strlen(kWorkerJs));
+  absl::Status written = base::sys::WriteAll(source, kWorkerJs, ::strlen(kWorkerJs), entry);
   source.Reset();
   UniqueFd blob(::memfd_create("zygo-node-snapshot", MFD_CLOEXEC | MFD_ALLOW_SEALING));
   UniqueFd output(::memfd_create("zygo-node-snapshot-log", MFD_CLOEXEC));
@@ -101,12 +83,12 @@ absl::StatusOr<UniqueFd> BuildWorkerSnapshot(const std::string& node, const std:
         absl::StrCat(node, " --build-snapshot ",
                      WIFEXITED(*status) ? absl::StrCat("exited ", WEXITSTATUS(*status))
                                         : absl::StrCat("was killed by signal ", WTERMSIG(*status)),
-                     ": ", TailOf(output.get())));
+                     ": ", TailOf(output)));
   }
   struct stat st;
   if (::fstat(blob.get(), &st) != 0 || st.st_size == 0) {
     return absl::FailedPreconditionError(
-        absl::StrCat(node, " --build-snapshot wrote no snapshot: ", TailOf(output.get())));
+        absl::StrCat(node, " --build-snapshot wrote no snapshot: ", TailOf(output)));
   }
   if (::fcntl(blob.get(), F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) !=
       0) {

@@ -1,24 +1,17 @@
 // The Node spare's start-up, isolation, worker start and wait for Run.
 #include "agents/node/node_spare.h"
 
-#include <errno.h>
-#include <stdlib.h>
 #include <unistd.h>
 
 #include "agents/node/node_request.h"
 #include "agents/wire/messages.h"
-#include "core/base/errno_status.h"
 
 namespace zygo::agents::node {
 
 absl::Status NodeSpareRunner::Isolate() {
-  if (absl::Status isolated = isolation::IsolateSpare(landlock_); !isolated.ok()) {
+  // Before the worker starts, which inherits TMPDIR.
+  if (absl::Status isolated = isolation::IsolateSpareForChildren(landlock_); !isolated.ok()) {
     return isolated;
-  }
-  // Before the worker starts, which inherits it: a TMPDIR from the function's env would
-  // name a directory outside the request's own /tmp.
-  if (::setenv("TMPDIR", isolation::kRequestTmp, 1) != 0) {
-    return base::ErrnoStatus(errno, "setenv(TMPDIR=/tmp)");
   }
   if (!join_failed_) {
     // A failure here is tried again at the Run, which reports it if it fails again.

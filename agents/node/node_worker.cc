@@ -15,13 +15,11 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "agents/node/child_fds.h"
+#include "agents/node/child_exec.h"
 #include "agents/node/control_channel.h"
 #include "agents/node/worker_js.h"
 #include "core/base/errno_status.h"
 #include "nlohmann/json.hpp"
-
-extern char** environ;
 
 namespace zygo::agents::node {
 namespace {
@@ -42,29 +40,6 @@ const char* ModeName(WorkerMode mode) {
       return "check";
   }
   return "function";
-}
-
-// In the forked child: the worker's fds and signals, then node. Only async-signal-safe
-// calls: the parent may have threads (it never has, but nothing here needs it not to).
-[[noreturn]] void ExecWorker(pid_t parent, int control, int out, int err, int snapshot,
-                             char* const argv[]) {
-  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(127);
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  // Nothing else of the agent's: not the supervisor's channel, not the zygote's fds.
-  const FdMove moves[] = {
-      {null, 0}, {out, 1}, {err, 2}, {control, kControlFd}, {snapshot, kSnapshotFd}};
-  if (null < 0 || !InstallChildFds(moves, snapshot >= 0 ? 5 : 4)) ::_exit(127);
-  ::execve(argv[0], argv, environ);
-  const char* reason = ::strerror(errno);
-  (void)!::write(2, "zygo-agent-node: cannot start ", 30);
-  (void)!::write(2, argv[0], ::strlen(argv[0]));
-  (void)!::write(2, ": ", 2);
-  (void)!::write(2, reason, ::strlen(reason));
-  (void)!::write(2, "\n", 1);
-  ::_exit(127);
 }
 
 // Copies what `from` has now to `to`; false once `from` is at EOF (or broken).
@@ -141,8 +116,14 @@ absl::StatusOr<Worker> Worker::Start(const WorkerCommand& command) {
   const pid_t pid = ::fork();
   if (pid < 0) return ErrnoStatus(errno, "fork(node worker)");
   if (pid == 0) {
-    ExecWorker(parent, theirs.get(), out_write.get(), err_write.get(), command.snapshot_fd,
-               const_cast<char* const*>(argv));
+    const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null < 0) ::_exit(127);
+    const FdMove moves[] = {{null, 0},
+                            {out_write.get(), 1},
+                            {err_write.get(), 2},
+                            {theirs.get(), kControlFd},
+                            {command.snapshot_fd, kSnapshotFd}};
+    ExecChild(parent, moves, snapshot ? 5 : 4, const_cast<char* const*>(argv));
   }
   for (const UniqueFd* fd : {&out_read, &err_read}) {
     ::fcntl(fd->get(), F_SETFL, ::fcntl(fd->get(), F_GETFL) | O_NONBLOCK);
@@ -202,8 +183,8 @@ absl::Status Worker::SendRequest(const std::string& entry, const std::string& co
                                  const std::string& event) {
   nlohmann::json header = {{"entry", entry}, {"code", code}};
   const std::string head = header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  if (absl::Status sent = WriteControlMessage(control_.get(), head); !sent.ok()) return sent;
-  return WriteControlMessage(control_.get(), event);
+  if (absl::Status sent = WriteControlMessage(control_, head); !sent.ok()) return sent;
+  return WriteControlMessage(control_, event);
 }
 
 absl::StatusOr<WorkerAnswer> Worker::AwaitAnswer(int out_fd, int err_fd) {

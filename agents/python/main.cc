@@ -83,13 +83,7 @@ absl::Status ServeRuntime(Interpreter& interpreter, const Flags& flags) {
   // Each function zygote's own objects then start pools of their own (allocator_holes.h).
   (void)FillAllocatorHoles(interpreter.api());
   interpreter.FlushStdio();
-  absl::StatusOr<wire::Frame> hello =
-      wire::Encode(wire::HelloMessage{kRuntimeKind, wire::kProtocolVersion, ::getpid()});
-  if (!hello.ok()) return hello.status();
-  if (absl::Status status = wire::SendFrame(flags.fd, *hello, {}); !status.ok()) {
-    return absl::Status(status.code(),
-                        absl::StrCat("Hello on fd ", flags.fd, ": ", status.message()));
-  }
+  if (absl::Status hello = zygote::SendHello(flags.fd, kRuntimeKind); !hello.ok()) return hello;
   (void)base::sys::RawRequestSlice(base::sys::kBackgroundSliceNs);  // as warm_function.cc
   RuntimeSpareRunner runner(interpreter);
   absl::Status served = zygote::RunZygote(flags.fd, runner);

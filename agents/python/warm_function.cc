@@ -50,13 +50,7 @@ absl::Status WarmAndServe(Interpreter& interpreter, const FunctionEntry& entry, 
   // an allocator without the table (PYTHONMALLOC=malloc) is simply left as it is.
   const absl::StatusOr<int64_t> filled = FillAllocatorHoles(interpreter.api());
   interpreter.FlushStdio();
-  absl::StatusOr<wire::Frame> hello =
-      wire::Encode(wire::HelloMessage{"python", wire::kProtocolVersion, ::getpid()});
-  if (!hello.ok()) return hello.status();
-  if (absl::Status status = wire::SendFrame(channel, *hello, {}); !status.ok()) {
-    return absl::Status(status.code(),
-                        absl::StrCat("Hello on fd ", channel, ": ", status.message()));
-  }
+  if (absl::Status hello = zygote::SendHello(channel, "python"); !hello.ok()) return hello;
   // The supervisor's short scheduler slice (inherited) is for the request path; the
   // zygote's forks are background work: with the short slice they preempted running
   // requests (a 1 ms fork in the middle of a 0.08 ms request, traced), with the default

@@ -257,6 +257,15 @@ void ServeChildChannel(int channel, const absl::Status& setup,
   }
 }
 
+absl::Status SendHello(int fd, absl::string_view kind) {
+  absl::StatusOr<wire::Frame> hello =
+      wire::Encode(wire::HelloMessage{std::string(kind), wire::kProtocolVersion, ::getpid()});
+  if (!hello.ok()) return hello.status();
+  absl::Status sent = wire::SendFrame(fd, *hello, {});
+  if (sent.ok() || wire::IsPeerClosed(sent)) return sent;
+  return absl::Status(sent.code(), absl::StrCat("Hello on fd ", fd, ": ", sent.message()));
+}
+
 absl::Status BlockChildSignal() {
   const sigset_t set = ChildSignalSet();
   if (::sigprocmask(SIG_BLOCK, &set, nullptr) != 0)

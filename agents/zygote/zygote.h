@@ -81,6 +81,11 @@ struct ChildChannelHandlers {
 [[noreturn]] void ServeChildChannel(int channel, const absl::Status& setup,
                                     const ChildChannelHandlers& handlers);
 
+// The agent's first frame on the zygote channel `fd`, once it is warm: Hello(kind, this
+// pid). A supervisor that dropped the zygote before it was ready is wire::IsPeerClosed;
+// other errors say "Hello on fd N: ...".
+absl::Status SendHello(int fd, absl::string_view kind);
+
 // Blocks SIGCHLD in the calling thread, for the zygote's signalfd. Call first thing in
 // main, before any runtime starts threads, so every thread inherits the mask.
 absl::Status BlockChildSignal();

@@ -15,7 +15,7 @@ import {
   ZygoError,
 } from "../dist/esm/index.js";
 import { defaultGrpcSocketPath, grpcTransport } from "../dist/esm/grpc.js";
-import { Supervisor, skipReason } from "./supervisor.mjs";
+import { Supervisor, skipReason, withFullQueue } from "./supervisor.mjs";
 
 const HANDLERS = `import time
 
@@ -121,18 +121,13 @@ describe("a full queue over gRPC", { skip: skipReason() }, () => {
   });
 
   test("RESOURCE_EXHAUSTED: TooManyRequestsError with retryAfter from the trailer", async () => {
-    // One request runs on the only worker, one waits in the queue, and the next is refused.
-    const running = zygo.exec("slow", 1.5);
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    const waiting = zygo.exec("slow", 0);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    await assert.rejects(zygo.exec("slow", 0), (error) => {
-      assert.ok(error instanceof TooManyRequestsError, String(error));
-      assert.equal(error.retryAfter, 1);
-      return true;
-    });
-    await running;
-    await waiting;
+    await withFullQueue(zygo, (call) =>
+      assert.rejects(call, (error) => {
+        assert.ok(error instanceof TooManyRequestsError, String(error));
+        assert.equal(error.retryAfter, 1);
+        return true;
+      }),
+    );
   });
 });
 

@@ -21,6 +21,18 @@ export function skipReason() {
   return undefined;
 }
 
+/** On a supervisor started with `--workers 1 --max-queued 1` and a function "slow" that
+ * sleeps its event's seconds: one call runs, one waits in the queue, and the call made then
+ * is `refused()`, which must reject. Returns the results of the two others. */
+export async function withFullQueue(zygo, refused) {
+  const running = zygo.exec("slow", 1.5);
+  await sleep(300);
+  const waiting = zygo.exec("slow", 0);
+  await sleep(100);
+  await refused(zygo.exec("slow", 0));
+  return [(await running).result, (await waiting).result];
+}
+
 export class Supervisor {
   /** Starts `zygo serve` in a fresh directory under /tmp (a socket path must stay short)
    * and waits until it answers. `args` are extra flags. */
