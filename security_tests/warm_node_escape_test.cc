@@ -75,7 +75,7 @@ exports.main = async (event) => {
     const argv = cmdline(pid);
     if (pid === zygote) {
       answer.zygote = { pid, argv0: argv[0], ...attemptsOn(pid) };
-    } else if (argv.includes('--eval')) {
+    } else if (argv.includes('/proc/self/fd/4')) {  // a worker: node on its code's memfd
       answer.workers[pid] = attemptsOn(pid);
     }
   }

@@ -129,8 +129,8 @@ absl::StatusOr<WorkerTraits> CheckHandler(const WorkerCommand& function) {
 
 // Builds worker.js's snapshot where it pays (`policy` auto: Node has no snapshot of its
 // own) or where asked (on), for a CommonJS handler or a pool, and checks that a worker
-// starts from it; then points `command` at it. Auto falls back to --eval with one line on
-// stderr; on fails the start. An invalid fd: no snapshot.
+// starts from it; then points `command` at it. Auto falls back to worker.js's source with
+// one line on stderr; on fails the start. An invalid fd: no snapshot.
 absl::StatusOr<base::UniqueFd> UseSnapshot(const std::string& policy, const WorkerTraits& traits,
                                            WorkerCommand& command) {
   const bool forced = policy == "on";
@@ -146,7 +146,8 @@ absl::StatusOr<base::UniqueFd> UseSnapshot(const std::string& policy, const Work
   absl::Status usable = blob.status();
   if (blob.ok()) {
     WorkerCommand trial = command;
-    trial.snapshot_fd = blob->get();
+    trial.code_fd = blob->get();
+    trial.snapshot = true;
     absl::StatusOr<WorkerTraits> started = CheckHandler(trial);
     usable = started.status();
   }
@@ -156,7 +157,8 @@ absl::StatusOr<base::UniqueFd> UseSnapshot(const std::string& policy, const Work
                  std::string(usable.message()).c_str());
     return base::UniqueFd();
   }
-  command.snapshot_fd = blob->get();
+  command.code_fd = blob->get();
+  command.snapshot = true;
   std::fprintf(stderr, "zygo-agent-node: workers start from a snapshot of their code (%s)\n",
                forced ? "--snapshot on" : "this node has no startup snapshot of its own");
   return blob;
@@ -167,11 +169,14 @@ absl::Status Serve(const Flags& flags) {
   if (absl::Status status = zygote::BlockChildSignal(); !status.ok()) return status;
   absl::StatusOr<std::string> node = FindNode(flags.node);
   if (!node.ok()) return node.status();
-  WorkerCommand command{*node, flags.pool ? WorkerMode::kPool : WorkerMode::kFunction,
-                        flags.code_dir, flags.entry, kMaxResultSize};
+  // Alive as long as the zygote, as the snapshot below: every worker starts from one.
+  absl::StatusOr<base::UniqueFd> source = WorkerSource();
+  if (!source.ok()) return source.status();
+  WorkerCommand command{*node,          flags.pool ? WorkerMode::kPool : WorkerMode::kFunction,
+                        flags.code_dir, flags.entry,
+                        kMaxResultSize, source->get()};
   absl::StatusOr<WorkerTraits> traits = CheckHandler(command);
   if (!traits.ok()) return traits.status();
-  // Alive as long as the zygote: every spare's worker starts from it.
   absl::StatusOr<base::UniqueFd> snapshot = UseSnapshot(flags.snapshot, *traits, command);
   if (!snapshot.ok()) return snapshot.status();
   // Listed once here; every spare stacks its own domain from these fds (isolation.h).

@@ -18,6 +18,7 @@
 #include "agents/node/child_exec.h"
 #include "agents/node/worker_js.h"
 #include "core/base/errno_status.h"
+#include "core/base/status_macros.h"
 #include "core/base/sys/fs.h"
 
 namespace zygo::agents::node {
@@ -61,7 +62,25 @@ std::string TailOf(const UniqueFd& log) {
   return text;
 }
 
+// No write, grow or shrink from now on: a request reaches the memfd through its worker's
+// fd 4, and every later worker of the function starts from it.
+absl::Status SealAgainstWrites(const UniqueFd& memfd) {
+  if (::fcntl(memfd.get(), F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) !=
+      0) {
+    return ErrnoStatus(errno, "fcntl(F_ADD_SEALS)");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+absl::StatusOr<UniqueFd> WorkerSource() {
+  UniqueFd source(::memfd_create("zygo-node-worker.js", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  if (!source.valid()) return ErrnoStatus(errno, "memfd_create(worker.js)");
+  ZYGO_RETURN_IF_ERROR(base::sys::WriteAll(source, kWorkerJs, ::strlen(kWorkerJs), "worker.js"));
+  ZYGO_RETURN_IF_ERROR(SealAgainstWrites(source));
+  return source;
+}
 
 absl::StatusOr<UniqueFd> BuildWorkerSnapshot(const std::string& node, const std::string& tmp_dir) {
   std::string entry = absl::StrCat(tmp_dir, "/zygo-node-worker-XXXXXX.js");
@@ -90,10 +109,7 @@ absl::StatusOr<UniqueFd> BuildWorkerSnapshot(const std::string& node, const std:
     return absl::FailedPreconditionError(
         absl::StrCat(node, " --build-snapshot wrote no snapshot: ", TailOf(output)));
   }
-  if (::fcntl(blob.get(), F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) !=
-      0) {
-    return ErrnoStatus(errno, "fcntl(snapshot, F_ADD_SEALS)");
-  }
+  ZYGO_RETURN_IF_ERROR(SealAgainstWrites(blob));
   return blob;
 }
 

@@ -15,6 +15,10 @@
 
 namespace zygo::agents::node {
 
+// worker.js's source in a sealed memfd: what workers start from where there is no
+// snapshot (`node --preserve-symlinks-main /proc/self/fd/4`).
+absl::StatusOr<base::UniqueFd> WorkerSource();
+
 // Builds the snapshot with `node` into a sealed memfd (no write, grow or shrink: a request
 // that reaches it through its worker's fd 4 cannot change what later workers start from).
 // worker.js goes through a file of its own in `tmp_dir` (the builder takes only a path),

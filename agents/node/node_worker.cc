@@ -17,7 +17,6 @@
 #include "absl/strings/str_cat.h"
 #include "agents/node/child_exec.h"
 #include "agents/node/control_channel.h"
-#include "agents/node/worker_js.h"
 #include "core/base/errno_status.h"
 #include "nlohmann/json.hpp"
 
@@ -28,7 +27,7 @@ using base::ErrnoStatus;
 using base::UniqueFd;
 
 constexpr int kControlFd = 3;
-constexpr int kSnapshotFd = 4;
+constexpr int kCodeFd = 4;
 
 const char* ModeName(WorkerMode mode) {
   switch (mode) {
@@ -103,15 +102,13 @@ absl::StatusOr<Worker> Worker::Start(const WorkerCommand& command) {
   if (::pipe2(err, O_CLOEXEC) != 0) return ErrnoStatus(errno, "pipe2(worker stderr)");
   UniqueFd err_read(err[0]), err_write(err[1]);
   const std::string max_result = std::to_string(command.max_result);
-  const bool snapshot = command.snapshot_fd >= 0;
-  const char* argv[] = {command.node.c_str(),
-                        snapshot ? "--snapshot-blob" : "--eval",
-                        snapshot ? "/proc/self/fd/4" : kWorkerJs,
-                        ModeName(command.mode),
-                        command.code_dir.c_str(),
-                        command.entry.c_str(),
-                        max_result.c_str(),
-                        nullptr};
+  // A main script's path is resolved to its target unless asked not to, and a memfd's
+  // target ("/memfd:... (deleted)") is no file.
+  const char* argv[] = {
+      command.node.c_str(),     command.snapshot ? "--snapshot-blob" : "--preserve-symlinks-main",
+      "/proc/self/fd/4",        ModeName(command.mode),
+      command.code_dir.c_str(), command.entry.c_str(),
+      max_result.c_str(),       nullptr};
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) return ErrnoStatus(errno, "fork(node worker)");
@@ -122,8 +119,8 @@ absl::StatusOr<Worker> Worker::Start(const WorkerCommand& command) {
                             {out_write.get(), 1},
                             {err_write.get(), 2},
                             {theirs.get(), kControlFd},
-                            {command.snapshot_fd, kSnapshotFd}};
-    ExecChild(parent, moves, snapshot ? 5 : 4, const_cast<char* const*>(argv));
+                            {command.code_fd, kCodeFd}};
+    ExecChild(parent, moves, 5, const_cast<char* const*>(argv));
   }
   for (const UniqueFd* fd : {&out_read, &err_read}) {
     ::fcntl(fd->get(), F_SETFL, ::fcntl(fd->get(), F_GETFL) | O_NONBLOCK);

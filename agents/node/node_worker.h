@@ -29,9 +29,10 @@ struct WorkerCommand {
   std::string code_dir;   // what the entry's FILE is relative to
   std::string entry;      // FILE:FUNCTION; empty for a pool
   size_t max_result = 0;  // the most bytes of JSON a result may take
-  // A startup snapshot of worker.js (node_snapshot.h) the worker starts from, as fd 4;
-  // -1: it runs worker.js with --eval.
-  int snapshot_fd = -1;
+  // worker.js as the worker starts it, at its fd 4 (node_snapshot.h): a sealed memfd of
+  // its source (WorkerSource), or of its startup snapshot when `snapshot`.
+  int code_fd = -1;
+  bool snapshot = false;
 };
 
 // What a worker said of itself once it had loaded the handler.
@@ -61,7 +62,7 @@ struct WorkerExit {
 
 class Worker {
  public:
-  // Forks and execs `node --eval <worker.js> ...` with the control socket at fd 3, stdin
+  // Forks and execs node on `command.code_fd` with the control socket at fd 3, stdin
   // /dev/null and stdout/stderr pipes back to this process; it dies with the caller
   // (PR_SET_PDEATHSIG) and starts with no signal blocked. It inherits the caller's cgroup,
   // namespaces, Landlock domain, seccomp filter and environment.

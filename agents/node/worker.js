@@ -2,32 +2,17 @@
 // it loads the handler, says it is ready on fd 3, runs exactly one request and exits, so
 // every request starts from a fresh process. fd 3 is a stream socket to the agent; each
 // message is a 4-byte little-endian length and that many bytes. stdout and stderr are
-// pipes the agent relays. Started as `node --eval <this> MODE CODE_DIR ENTRY MAX_RESULT`,
-// or, where Node ships no startup snapshot of its own, built once into one (`node
-// --build-snapshot`) and started as `node --snapshot-blob BLOB MODE CODE_DIR ...`.
+// pipes the agent relays. Started as `node --preserve-symlinks-main /proc/self/fd/4 MODE
+// CODE_DIR ENTRY MAX_RESULT` (fd 4: a sealed memfd of this file), or, where Node ships no
+// startup snapshot of its own, built once into one (`node --build-snapshot`) and started
+// as `node --snapshot-blob /proc/self/fd/4 MODE CODE_DIR ...`.
 'use strict';
 const fs = require('fs');
 const path = require('path');
 const url = require('url');
 const v8 = require('v8');
 // Required when the worker starts: a snapshot does not carry these two over intact.
-let vm, createRequire, builtinModules;
-
-// --eval puts its script's CommonJS names on the global object, and every built-in module
-// as a lazy getter (Node's setReal setter marks those, not process or crypto), some of them
-// again once this script's body has run; a handler, an ES module above all, must see the
-// globals a file run by `node` sees. Called before the handler loads.
-function removeEvalGlobals() {
-  for (const name of ['require', 'module', 'exports', '__filename', '__dirname']) {
-    delete globalThis[name];
-  }
-  for (const name of builtinModules) {
-    const property = Object.getOwnPropertyDescriptor(globalThis, name);
-    if (property && property.configurable && property.set && property.set.name === 'setReal') {
-      delete globalThis[name];
-    }
-  }
-}
+let vm, createRequire;
 
 const CONTROL = 3;
 // From the command line, read when the worker starts (not when a snapshot is built).
@@ -144,13 +129,12 @@ async function serve() {
     if (!String(warning).includes('snapshot')) emitWarning.call(process, warning, ...rest);
   };
   vm = require('vm');
-  ({ builtinModules, createRequire } = require('module'));
+  ({ createRequire } = require('module'));
   process.emitWarning = emitWarning;
   let maxResultText;
-  [mode, codeDir, entry, maxResultText] = process.argv.splice(1, 4);
+  // The last four: after the script's path, or first when started from a snapshot.
+  [mode, codeDir, entry, maxResultText] = process.argv.splice(-4);
   maxResult = Number(maxResultText);
-  await new Promise(setImmediate);  // past what --eval does after this script's body
-  removeEvalGlobals();
   let handler = null;
   try {
     if (entry !== '') handler = await loadHandler();
